@@ -1,0 +1,33 @@
+//! The `#[derivative_rule]` attribute. Use it through `rules-runtime`, which re-exports it.
+//!
+//! The work is staged, each stage on `proc_macro2` tokens so it is unit-testable:
+//! [`parse`] (attribute and function → `Rule`), [`check`] (semantic checks, all errors gathered),
+//! [`expand`] (generated rules). [`errors`] collects the problems.
+
+mod check;
+mod errors;
+mod expand;
+mod parse;
+
+use proc_macro::TokenStream;
+
+/// Generates derivative rules for a copy primitive.
+///
+/// `#[derivative_rule(copy)]` on a function that copies one source into one destination, with
+/// the roles marked on its parameters, generates next to it `<name>_forward`,
+/// `<name>_augmented_primal` and `<name>_reverse`. See the `rules-runtime` crate for the
+/// semantics and examples.
+///
+/// - Slice-shaped: `#[dst] dst: &mut X`, `#[src] src: &Y` (`[T]`, `Vec<T>`, cudarc buffers, or
+///   any type implementing `ShadowMemory`).
+/// - Pointer-shaped: `#[dst] dst: *mut T`, `#[src] src: *const T`, `#[len] n: usize`, and
+///   optionally `#[dst_offset]`, `#[src_offset]`; the memory kinds are declared in the attribute:
+///   `#[derivative_rule(copy, dst = device, src = host)]` (`host`, `pinned`, `device`, `unified`).
+/// - A CUDA stream parameter (`&CudaStream`, `&Arc<CudaStream>`, or marked `#[stream]`) orders the
+///   shadow work after the copy on that stream.
+/// - Options: `crate = path` (a renamed runtime), `forward = name`, `augmented_primal = name`,
+///   `reverse = name`.
+#[proc_macro_attribute]
+pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::derivative_rule(attr.into(), item.into()).into()
+}

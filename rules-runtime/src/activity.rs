@@ -1,0 +1,263 @@
+//! Activity annotations: how each argument of a generated rule takes part in differentiation.
+//!
+//! The vocabulary follows `std::autodiff`: an argument is [`Const`] (no derivative), [`Duplicated`]
+//! (the primal plus `N` shadows, batch width `N`), or [`DuplicatedOnly`] (the same, but the primal
+//! result is not needed, so the primal copy may be skipped). The caller's choice of types picks the
+//! rule's behaviour at compile time: one generated function serves every combination.
+//!
+//! ```
+//! use rules_runtime::{Const, Duplicated};
+//! let x = [1.0f32, 2.0];
+//! let mut dx = [0.0f32; 2];
+//! let _src = Duplicated::new(&x[..], &mut dx[..]); // primal + one shadow (width 1)
+//! let mut y = [0.0f32; 2];
+//! let _dst = Const(&mut y[..]); // no derivative wanted for y
+//! ```
+
+/// An argument with no derivative: its shadow is neither read nor written.
+#[derive(Debug)]
+pub struct Const<P>(pub P);
+
+/// An argument with `N` shadows (batch width `N`, default 1); the primal copy runs.
+#[derive(Debug)]
+pub struct Duplicated<P, S, const N: usize = 1> {
+    /// The primal argument.
+    pub primal: P,
+    /// One shadow per lane.
+    pub shadows: [S; N],
+}
+
+/// Like [`Duplicated`], but the caller does not need the primal result, so the primal copy into
+/// this destination may be skipped (Enzyme's `DuplicatedNoNeed`). On a source it acts as `Duplicated`.
+#[derive(Debug)]
+pub struct DuplicatedOnly<P, S, const N: usize = 1> {
+    /// The primal argument (still needed to know the buffer's shape).
+    pub primal: P,
+    /// One shadow per lane.
+    pub shadows: [S; N],
+}
+
+macro_rules! constructors {
+    ($t:ident) => {
+        impl<P, S> $t<P, S, 1> {
+            /// A primal with one shadow (width 1).
+            pub fn new(primal: P, shadow: S) -> Self {
+                $t {
+                    primal,
+                    shadows: [shadow],
+                }
+            }
+        }
+        impl<P, S, const N: usize> $t<P, S, N> {
+            /// A primal with `N` shadows (batch width `N`).
+            pub fn batch(primal: P, shadows: [S; N]) -> Self {
+                $t { primal, shadows }
+            }
+        }
+    };
+}
+constructors!(Duplicated);
+constructors!(DuplicatedOnly);
+
+/// The batch width of a `Const` argument: it matches any width.
+#[derive(Debug)]
+pub struct AnyWidth;
+
+/// The batch width `N` of a `Duplicated` or `DuplicatedOnly` argument.
+#[derive(Debug)]
+pub struct Lanes<const N: usize>;
+
+/// Proof, at compile time, that `dst` and `src` have the same batch width.
+#[diagnostic::on_unimplemented(
+    message = "the batch widths of `dst` and `src` differ: `{Self}` against `{Other}`",
+    label = "`dst` and `src` must have the same number of shadows",
+    note = "give both arguments the same width N (e.g. `Duplicated::batch(x, [dx1, dx2, dx3])` on both), or make one of them `Const`"
+)]
+pub trait SameWidth<Other> {}
+impl<const N: usize> SameWidth<Lanes<N>> for Lanes<N> {}
+impl<const N: usize> SameWidth<AnyWidth> for Lanes<N> {}
+impl<const N: usize> SameWidth<Lanes<N>> for AnyWidth {}
+impl SameWidth<AnyWidth> for AnyWidth {}
+
+/// What every activity says about itself.
+pub trait Activity {
+    /// [`AnyWidth`] or [`Lanes<N>`].
+    type Width;
+    /// Number of shadows (0 for [`Const`]).
+    const WIDTH: usize;
+    /// Whether the primal result is needed (false only for [`DuplicatedOnly`]).
+    const PRIMAL_NEEDED: bool;
+    /// Whether there is any shadow.
+    const ACTIVE: bool = Self::WIDTH > 0;
+}
+
+impl<P> Activity for Const<P> {
+    type Width = AnyWidth;
+    const WIDTH: usize = 0;
+    const PRIMAL_NEEDED: bool = true;
+}
+impl<P, S, const N: usize> Activity for Duplicated<P, S, N> {
+    type Width = Lanes<N>;
+    const WIDTH: usize = N;
+    const PRIMAL_NEEDED: bool = true;
+}
+impl<P, S, const N: usize> Activity for DuplicatedOnly<P, S, N> {
+    type Width = Lanes<N>;
+    const WIDTH: usize = N;
+    const PRIMAL_NEEDED: bool = false;
+}
+
+/// An activity-annotated destination buffer `&mut X` of a slice-shaped copy rule.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an activity for a destination of type `&mut {X}`",
+    label = "expected `Const(&mut x)`, `Duplicated::new(&mut x, &mut dx)` or `DuplicatedOnly::new(&mut x, &mut dx)`",
+    note = "the primal and every shadow of a destination are `&mut {X}`"
+)]
+pub trait DstArg<X: ?Sized>: Activity {
+    /// The primal buffer.
+    fn primal(&self) -> &X;
+    /// The primal buffer, for writing.
+    fn primal_mut(&mut self) -> &mut X;
+    /// Shadow `k`, if `k < WIDTH`.
+    fn lane(&self, k: usize) -> Option<&X>;
+    /// Shadow `k`, for writing, if `k < WIDTH`.
+    fn lane_mut(&mut self, k: usize) -> Option<&mut X>;
+}
+
+/// An activity-annotated source buffer `&X` of a slice-shaped copy rule.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an activity for a source of type `&{X}`",
+    label = "expected `Const(&x)`, `Duplicated::new(&x, &mut dx)` or `DuplicatedOnly::new(&x, &mut dx)`",
+    note = "a source's primal is `&{X}`; its shadows are `&mut {X}`, since the reverse pass accumulates into them"
+)]
+pub trait SrcArg<X: ?Sized>: Activity {
+    /// The primal buffer.
+    fn primal(&self) -> &X;
+    /// Shadow `k`, if `k < WIDTH`.
+    fn lane(&self, k: usize) -> Option<&X>;
+    /// Shadow `k`, for writing, if `k < WIDTH`.
+    fn lane_mut(&mut self, k: usize) -> Option<&mut X>;
+}
+
+impl<X: ?Sized> DstArg<X> for Const<&mut X> {
+    fn primal(&self) -> &X {
+        self.0
+    }
+    fn primal_mut(&mut self) -> &mut X {
+        self.0
+    }
+    fn lane(&self, _: usize) -> Option<&X> {
+        None
+    }
+    fn lane_mut(&mut self, _: usize) -> Option<&mut X> {
+        None
+    }
+}
+
+impl<X: ?Sized> SrcArg<X> for Const<&X> {
+    fn primal(&self) -> &X {
+        self.0
+    }
+    fn lane(&self, _: usize) -> Option<&X> {
+        None
+    }
+    fn lane_mut(&mut self, _: usize) -> Option<&mut X> {
+        None
+    }
+}
+
+macro_rules! duplicated_refs {
+    ($t:ident) => {
+        impl<X: ?Sized, const N: usize> DstArg<X> for $t<&mut X, &mut X, N> {
+            fn primal(&self) -> &X {
+                self.primal
+            }
+            fn primal_mut(&mut self) -> &mut X {
+                self.primal
+            }
+            fn lane(&self, k: usize) -> Option<&X> {
+                self.shadows.get(k).map(|s| &**s)
+            }
+            fn lane_mut(&mut self, k: usize) -> Option<&mut X> {
+                self.shadows.get_mut(k).map(|s| &mut **s)
+            }
+        }
+        impl<X: ?Sized, const N: usize> SrcArg<X> for $t<&X, &mut X, N> {
+            fn primal(&self) -> &X {
+                self.primal
+            }
+            fn lane(&self, k: usize) -> Option<&X> {
+                self.shadows.get(k).map(|s| &**s)
+            }
+            fn lane_mut(&mut self, k: usize) -> Option<&mut X> {
+                self.shadows.get_mut(k).map(|s| &mut **s)
+            }
+        }
+    };
+}
+duplicated_refs!(Duplicated);
+duplicated_refs!(DuplicatedOnly);
+
+/// An activity-annotated destination pointer `*mut T` of a pointer-shaped copy rule.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an activity for a destination pointer `*mut {T}`",
+    label = "expected `Const(ptr)`, `Duplicated::new(ptr, shadow_ptr)` or `DuplicatedOnly::new(ptr, shadow_ptr)` with `*mut {T}` pointers"
+)]
+pub trait DstPtr<T>: Activity {
+    /// The primal pointer.
+    fn primal(&self) -> *mut T;
+    /// Shadow pointer `k`, if `k < WIDTH`.
+    fn lane(&self, k: usize) -> Option<*mut T>;
+}
+
+/// An activity-annotated source pointer `*const T` of a pointer-shaped copy rule.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an activity for a source pointer `*const {T}`",
+    label = "expected `Const(ptr)`, `Duplicated::new(ptr, shadow_ptr)` or `DuplicatedOnly::new(ptr, shadow_ptr)`, the primal `*const {T}` and shadows `*mut {T}`"
+)]
+pub trait SrcPtr<T>: Activity {
+    /// The primal pointer.
+    fn primal(&self) -> *const T;
+    /// Shadow pointer `k`, if `k < WIDTH`.
+    fn lane(&self, k: usize) -> Option<*mut T>;
+}
+
+impl<T> DstPtr<T> for Const<*mut T> {
+    fn primal(&self) -> *mut T {
+        self.0
+    }
+    fn lane(&self, _: usize) -> Option<*mut T> {
+        None
+    }
+}
+impl<T> SrcPtr<T> for Const<*const T> {
+    fn primal(&self) -> *const T {
+        self.0
+    }
+    fn lane(&self, _: usize) -> Option<*mut T> {
+        None
+    }
+}
+
+macro_rules! duplicated_ptrs {
+    ($t:ident) => {
+        impl<T, const N: usize> DstPtr<T> for $t<*mut T, *mut T, N> {
+            fn primal(&self) -> *mut T {
+                self.primal
+            }
+            fn lane(&self, k: usize) -> Option<*mut T> {
+                self.shadows.get(k).copied()
+            }
+        }
+        impl<T, const N: usize> SrcPtr<T> for $t<*const T, *mut T, N> {
+            fn primal(&self) -> *const T {
+                self.primal
+            }
+            fn lane(&self, k: usize) -> Option<*mut T> {
+                self.shadows.get(k).copied()
+            }
+        }
+    };
+}
+duplicated_ptrs!(Duplicated);
+duplicated_ptrs!(DuplicatedOnly);

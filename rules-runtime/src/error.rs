@@ -1,0 +1,122 @@
+//! The one error type of the runtime and of every generated rule.
+
+use crate::memory::MemoryKind;
+
+/// A boxed error returned by a user's primal copy function.
+pub type PrimalError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong in a derivative rule or a runtime operation.
+///
+/// Every variant is raised *before* any byte is written, except [`Error::Primal`] and
+/// [`Error::Driver`], which report a failure of the work itself.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No CUDA driver could be loaded on this machine.
+    #[error(
+        "no CUDA driver was found on this machine (libcuda could not be loaded); \
+         use host memory, or run on a machine with an NVIDIA driver"
+    )]
+    NoDriver,
+
+    /// Two buffers that must have the same number of elements do not.
+    #[error("length mismatch: {what} has {found} elements but {expected} were expected")]
+    LengthMismatch {
+        /// Which buffer is at fault, in words (e.g. "the shadow of `dst`, lane 2").
+        what: String,
+        /// The length it should have.
+        expected: usize,
+        /// The length it has.
+        found: usize,
+    },
+
+    /// A pointer range (offset + length) does not fit in `usize` or the address space.
+    #[error("{what}: offset {offset} + length {len} overflows the address space")]
+    RangeOverflow {
+        /// Which argument.
+        what: &'static str,
+        /// The offset given.
+        offset: usize,
+        /// The length given.
+        len: usize,
+    },
+
+    /// Source and destination ranges overlap without being the same range.
+    #[error(
+        "{what}: the source and destination ranges partially overlap \
+         (dst bytes {dst_start:#x}..{dst_end:#x}, src bytes {src_start:#x}..{src_end:#x}); \
+         the derivative of such a copy is not a copy, so it is refused: copy through a temporary"
+    )]
+    PartialOverlap {
+        /// Which pair of buffers.
+        what: String,
+        /// First byte of the destination.
+        dst_start: u64,
+        /// One past the last byte of the destination.
+        dst_end: u64,
+        /// First byte of the source.
+        src_start: u64,
+        /// One past the last byte of the source.
+        src_end: u64,
+    },
+
+    /// The tape handed to a reverse rule was not made by the matching augmented primal.
+    #[error("the tape does not match these arguments: {0}")]
+    TapeMismatch(String),
+
+    /// Two buffers live on different CUDA contexts (devices) where one was required.
+    #[error(
+        "context mismatch: {what} lives on device {found} but the operation runs on device {expected}"
+    )]
+    ContextMismatch {
+        /// Which buffer.
+        what: String,
+        /// The ordinal of the device the stream belongs to.
+        expected: usize,
+        /// The ordinal of the device the buffer belongs to.
+        found: usize,
+    },
+
+    /// This pair of memory kinds cannot be combined by this operation.
+    #[error("unsupported memory kinds: {op} from {src:?} memory into {dst:?} memory ({why})")]
+    UnsupportedKinds {
+        /// The operation.
+        op: &'static str,
+        /// Destination memory kind.
+        dst: MemoryKind,
+        /// Source memory kind.
+        src: MemoryKind,
+        /// Why, and what to do instead.
+        why: &'static str,
+    },
+
+    /// Device memory was used without a CUDA stream to order the work on.
+    #[error(
+        "{0} lives in device memory but no CUDA stream was given; mark the stream parameter \
+         of the copy with `#[stream]`"
+    )]
+    NoStream(String),
+
+    /// A CUDA driver call failed.
+    #[error("CUDA driver error in {op}: {message}")]
+    Driver {
+        /// The operation that failed.
+        op: &'static str,
+        /// The driver's message.
+        message: String,
+    },
+
+    /// The user's primal copy function returned an error.
+    #[error("the primal copy failed: {0}")]
+    Primal(#[source] PrimalError),
+}
+
+impl Error {
+    /// Wraps an error returned by the user's primal function.
+    pub fn primal(e: impl Into<PrimalError>) -> Self {
+        Error::Primal(e.into())
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,79 @@
+//! # rules-runtime
+//!
+//! Derivative rules for GPU memory copies. Annotate a copy primitive with
+//! [`#[derivative_rule(copy)]`](derivative_rule) and get, next to it, a forward (tangent) rule and an
+//! augmented-primal + reverse pair; the generated code calls this crate for the shadow work
+//! (accumulate, zero, fused accumulate-and-zero) in every memory kind.
+//!
+//! ```
+//! use rules_runtime::{derivative_rule, Const, Duplicated, On};
+//!
+//! /// Copies `src` into `dst`.
+//! #[derivative_rule(copy)]
+//! pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//!     dst.copy_from_slice(src);
+//! }
+//!
+//! let x = [1.0f32, 2.0, 3.0];
+//! let mut dx = [0.0f32; 3];
+//! let mut y = [0.0f32; 3];
+//! let mut dy = [0.0f32; 3];
+//! // Reverse mode: the augmented primal runs the copy and returns the tape ...
+//! let tape = copy_into_augmented_primal(
+//!     Duplicated::new(&mut y[..], &mut dy[..]),
+//!     Duplicated::new(&x[..], &mut dx[..]),
+//! ).unwrap();
+//! assert_eq!(y, x);
+//! // ... the caller seeds the cotangent of y, and the reverse moves it into dx.
+//! dy = [1.0, 1.0, 1.0];
+//! copy_into_reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
+//! assert_eq!((dx, dy), ([1.0; 3], [0.0; 3]));
+//! ```
+#![warn(missing_docs)]
+
+pub mod activity;
+pub mod element;
+pub mod error;
+pub mod memory;
+pub mod ops;
+pub mod rules;
+pub mod testing;
+
+pub use activity::{Const, Duplicated, DuplicatedOnly};
+pub use element::{Differentiable, Dtype};
+pub use error::{Error, Result};
+pub use memory::{MemoryKind, ShadowMemory};
+pub use ops::{On, accumulate, accumulate_and_zero, zero};
+pub use rules::CopyTape;
+pub use rules_macro::derivative_rule;
+
+/// Items used by generated code. Not a public API: names here may change at any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::activity::{Activity, DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
+    pub use crate::element::Differentiable;
+    pub use crate::error::{Error, Result};
+    pub use crate::memory::{MemoryKind, SameElem, ShadowMemory};
+    pub use crate::ops::{AsStream, On};
+    pub use crate::rules::{
+        CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
+        ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
+    };
+    pub use ::core;
+
+    /// A pass-through argument is used once per lane, so it must be `Copy` (references are).
+    #[diagnostic::on_unimplemented(
+        message = "the pass-through argument type `{Self}` is not `Copy`",
+        label = "a derivative rule passes this argument to the primal once per lane",
+        note = "take it by reference (`&{Self}`) instead"
+    )]
+    pub trait PassThrough: Copy {}
+    impl<T: Copy> PassThrough for T {}
+
+    /// Used by generated code to place a trait bound at an argument's span.
+    pub const fn assert_pass_through<T: PassThrough>() {}
+    /// Used by generated code to place a trait bound at an argument's span.
+    pub const fn assert_differentiable<T: Differentiable>() {}
+    /// Used by generated code to place a trait bound at an argument's span.
+    pub const fn assert_shadow_memory<T: ShadowMemory + ?Sized>() {}
+}
