@@ -19,6 +19,15 @@ pub enum Error {
     )]
     NoDriver,
 
+    /// There is no CUDA device with this ordinal.
+    #[error("no CUDA device {ordinal}: this machine has {count}")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+
     /// Two buffers that must have the same number of elements do not.
     #[error("length mismatch: {what} has {found} elements but {expected} were expected")]
     LengthMismatch {

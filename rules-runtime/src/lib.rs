@@ -32,11 +32,14 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod cuda;
 pub mod element;
 pub mod error;
+pub mod kernels;
 pub mod memory;
 pub mod ops;
 pub mod rules;
+mod staging;
 pub mod testing;
 
 pub use activity::{Const, Duplicated, DuplicatedOnly};

@@ -1,20 +1,29 @@
 //! The shadow operations: `accumulate`, `zero` and the fused `accumulate_and_zero`, for every pair
-//! of memory kinds. Memory kind → operation → kernel: this file checks lengths and aliasing, then
-//! dispatches on the two [`Access`] kinds to the host loops here or the device kernels.
+//! of memory kinds. Memory kind → operation → kernel: this file checks lengths, contexts and
+//! aliasing, picks where the work runs (the host, or a CUDA stream), then dispatches on what each
+//! side offers (a host slice or a device address) to the host loops here, the kernels in
+//! [`crate::kernels`], or a staged path through [`crate::staging`].
 
+use crate::cuda::{driver, require_driver};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::memory::{Access, AccessMut, Overlap, ShadowMemory};
+use crate::kernels;
+use crate::memory::{MemoryKind, Overlap, ShadowMemory};
+use crate::staging;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
 
 /// Where the shadow work is ordered: on the host, or on the CUDA stream of the copy being
 /// differentiated. Nothing in the runtime silently picks another stream.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum On<'a> {
-    /// Plain host work, done before the call returns.
+    /// No stream named: host memory is handled by host code before the call returns; device
+    /// memory of a cudarc buffer is handled on the buffer's own stream; a raw device pointer is
+    /// an error ([`Error::NoStream`]).
     Host,
     /// Work ordered on this stream (the primal copy's stream).
-    Stream(&'a cudarc::driver::CudaStream),
+    Stream(&'a CudaStream),
 }
 
 impl<'a> On<'a> {
@@ -31,21 +40,86 @@ impl<'a> On<'a> {
 )]
 pub trait AsStream {
     /// The stream.
-    fn as_stream(&self) -> &cudarc::driver::CudaStream;
+    fn as_stream(&self) -> &CudaStream;
 }
-impl AsStream for cudarc::driver::CudaStream {
-    fn as_stream(&self) -> &cudarc::driver::CudaStream {
+impl AsStream for CudaStream {
+    fn as_stream(&self) -> &CudaStream {
         self
     }
 }
-impl AsStream for std::sync::Arc<cudarc::driver::CudaStream> {
-    fn as_stream(&self) -> &cudarc::driver::CudaStream {
+impl AsStream for Arc<CudaStream> {
+    fn as_stream(&self) -> &CudaStream {
         self
     }
 }
 impl<S: AsStream + ?Sized> AsStream for &S {
-    fn as_stream(&self) -> &cudarc::driver::CudaStream {
+    fn as_stream(&self) -> &CudaStream {
         (**self).as_stream()
+    }
+}
+
+/// Where one operation runs.
+enum Site<'s> {
+    Host,
+    Borrowed(&'s CudaStream),
+    Owned(Arc<CudaStream>),
+}
+
+/// Picks where an operation on `bufs` runs, and checks that device buffers belong to the
+/// stream's context. Nothing is written.
+fn site<'s>(on: On<'s>, bufs: &[(&str, Placement)]) -> Result<Site<'s>> {
+    let site = match on {
+        On::Stream(s) => Site::Borrowed(s),
+        On::Host => {
+            let mut site = Site::Host;
+            for (what, b) in bufs {
+                if b.kind == MemoryKind::Device {
+                    match &b.home {
+                        Some(home) => {
+                            site = Site::Owned(home.clone());
+                            break;
+                        }
+                        None => return Err(Error::NoStream(what.to_string())),
+                    }
+                }
+            }
+            site
+        }
+    };
+    let stream = match &site {
+        Site::Host => return Ok(site),
+        Site::Borrowed(s) => *s,
+        Site::Owned(s) => &**s,
+    };
+    require_driver()?;
+    let expected = stream.context();
+    for (what, b) in bufs {
+        if let Some(found) = b.ctx {
+            if found.0 != expected.cu_ctx() as usize {
+                return Err(Error::ContextMismatch {
+                    what: what.to_string(),
+                    expected: expected.ordinal(),
+                    found: found.1,
+                });
+            }
+        }
+    }
+    Ok(site)
+}
+
+/// The facts about a buffer that [`site`] needs.
+struct Placement {
+    kind: MemoryKind,
+    home: Option<Arc<CudaStream>>,
+    /// (context handle, device ordinal)
+    ctx: Option<(usize, usize)>,
+}
+
+fn placement<M: ShadowMemory + ?Sized>(m: &M) -> Placement {
+    Placement {
+        kind: m.kind(),
+        home: m.home_stream().cloned(),
+        ctx: m.context().map(|c| (c.cu_ctx() as usize, c.ordinal())),
     }
 }
 
@@ -53,76 +127,7 @@ fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
     if expected == found {
         Ok(())
     } else {
-        Err(Error::LengthMismatch {
-            what: what.to_string(),
-            expected,
-            found,
-        })
-    }
-}
-
-/// `acc += src`, element-wise. Lengths must match.
-///
-/// If `acc` and `src` are the same memory, `acc` is doubled; a partial overlap is refused.
-pub fn accumulate<A, B>(on: On<'_>, acc: &mut A, src: &B) -> Result<()>
-where
-    A: ShadowMemory + ?Sized,
-    B: ShadowMemory<Elem = A::Elem> + ?Sized,
-{
-    check_len("the source of `accumulate`", acc.len(), src.len())?;
-    match acc.region().relation(src.region()) {
-        Overlap::Partial => return Err(overlap_error("accumulate", &*acc, src)),
-        Overlap::Same => {
-            return match acc.access_mut() {
-                AccessMut::Host(a) => {
-                    a.iter_mut().for_each(|x| *x = A::Elem::add(*x, *x));
-                    Ok(())
-                }
-            };
-        }
-        Overlap::Disjoint => {}
-    }
-    let _ = on;
-    match (acc.access_mut(), src.access()) {
-        (AccessMut::Host(a), Access::Host(s)) => {
-            host_accumulate(a, s);
-            Ok(())
-        }
-    }
-}
-
-/// `buf ← 0`.
-pub fn zero<A: ShadowMemory + ?Sized>(on: On<'_>, buf: &mut A) -> Result<()> {
-    let _ = on;
-    match buf.access_mut() {
-        AccessMut::Host(a) => {
-            a.fill(A::Elem::zero());
-            Ok(())
-        }
-    }
-}
-
-/// `acc += src; src ← 0` in one pass (one kernel launch for device data): the reverse of a copy.
-///
-/// If `acc` and `src` are the same memory this is the identity (the reverse of a self-copy keeps
-/// its cotangent); a partial overlap is refused before anything is written.
-pub fn accumulate_and_zero<A, B>(on: On<'_>, acc: &mut A, src: &mut B) -> Result<()>
-where
-    A: ShadowMemory + ?Sized,
-    B: ShadowMemory<Elem = A::Elem> + ?Sized,
-{
-    check_len("the source of `accumulate_and_zero`", acc.len(), src.len())?;
-    match acc.region().relation(src.region()) {
-        Overlap::Partial => return Err(overlap_error("accumulate_and_zero", &*acc, &*src)),
-        Overlap::Same => return Ok(()),
-        Overlap::Disjoint => {}
-    }
-    let _ = on;
-    match (acc.access_mut(), src.access_mut()) {
-        (AccessMut::Host(a), AccessMut::Host(s)) => {
-            host_accumulate_and_zero(a, s);
-            Ok(())
-        }
+        Err(Error::LengthMismatch { what: what.to_string(), expected, found })
     }
 }
 
@@ -141,6 +146,219 @@ where
     }
 }
 
+/// `acc += src`, element-wise, on the stream `on` names. Lengths must match.
+///
+/// If `acc` and `src` are the same memory, `acc` is doubled; a partial overlap is refused.
+pub fn accumulate<A, B>(on: On<'_>, acc: &mut A, src: &B) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    check_len("the source of `accumulate`", acc.len(), src.len())?;
+    let site = site(on, &[("the accumulator", placement(acc)), ("the source", placement(src))])?;
+    match acc.region().relation(src.region()) {
+        Overlap::Partial => Err(overlap_error("accumulate", &*acc, src)),
+        Overlap::Same => double(site, acc),
+        Overlap::Disjoint => add_into(site, acc, SrcRef::Read(src)),
+    }
+}
+
+/// `buf ← 0`, on the stream `on` names.
+pub fn zero<A: ShadowMemory + ?Sized>(on: On<'_>, buf: &mut A) -> Result<()> {
+    let site = site(on, &[("the buffer", placement(buf))])?;
+    let n = buf.len();
+    if let Some(s) = stream_of(&site) {
+        if let Some(d) = buf.device_mut(s) {
+            // SAFETY: `d` covers `n` elements, ordered on `s`.
+            return unsafe { kernels::zero(s, d.addr, n * size_of::<A::Elem>()) };
+        }
+    }
+    host_fill_zero(buf)
+}
+
+/// `acc += src; src ← 0` in one pass (one kernel launch for device data): the reverse of a copy.
+///
+/// If `acc` and `src` are the same memory this is the identity (the reverse of a self-copy keeps
+/// its cotangent); a partial overlap is refused before anything is written.
+pub fn accumulate_and_zero<A, B>(on: On<'_>, acc: &mut A, src: &mut B) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    check_len("the source of `accumulate_and_zero`", acc.len(), src.len())?;
+    let site = site(on, &[("the accumulator", placement(acc)), ("the source", placement(src))])?;
+    match acc.region().relation(src.region()) {
+        Overlap::Partial => Err(overlap_error("accumulate_and_zero", &*acc, &*src)),
+        Overlap::Same => Ok(()),
+        Overlap::Disjoint => add_into(site, acc, SrcRef::Take(src)),
+    }
+}
+
+/// The source of an accumulation: read only, or read and then zeroed.
+enum SrcRef<'b, B: ?Sized> {
+    Read(&'b B),
+    Take(&'b mut B),
+}
+
+fn stream_of<'a>(site: &'a Site<'_>) -> Option<&'a CudaStream> {
+    match site {
+        Site::Host => None,
+        Site::Borrowed(s) => Some(s),
+        Site::Owned(s) => Some(s),
+    }
+}
+
+fn host_fill_zero<A: ShadowMemory + ?Sized>(buf: &mut A) -> Result<()> {
+    let kind = ShadowMemory::kind(buf);
+    match buf.host_mut()? {
+        Some(h) => {
+            h.fill(A::Elem::zero());
+            Ok(())
+        }
+        None => Err(Error::UnsupportedKinds {
+            op: "zero",
+            dst: kind,
+            src: kind,
+            why: "this memory is neither host- nor device-accessible here",
+        }),
+    }
+}
+
+/// `acc += acc`.
+fn double<A: ShadowMemory + ?Sized>(site: Site<'_>, acc: &mut A) -> Result<()> {
+    let n = acc.len();
+    if let Some(s) = stream_of(&site) {
+        if let Some(d) = acc.device_mut(s) {
+            // SAFETY: both operands are the same `n` elements, ordered on `s`; the kernel reads
+            // each element before writing it, in the same thread.
+            return unsafe { kernels::accumulate(s, A::Elem::DTYPE, d.addr, d.addr, n, false) };
+        }
+    }
+    match acc.host_mut()? {
+        Some(h) => {
+            h.iter_mut().for_each(|x| *x = A::Elem::add(*x, *x));
+            Ok(())
+        }
+        None => host_fill_zero(acc).and(Ok(())),
+    }
+}
+
+/// `acc += src` (and `src ← 0` for [`SrcRef::Take`]) on disjoint buffers of equal length.
+fn add_into<A, B>(site: Site<'_>, acc: &mut A, src: SrcRef<'_, B>) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let n = acc.len();
+    let bytes = n * size_of::<A::Elem>();
+    let dtype = A::Elem::DTYPE;
+    let Some(s) = stream_of(&site) else {
+        return host_add(acc, src);
+    };
+    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), match &src {
+        SrcRef::Read(b) => ShadowMemory::kind(*b),
+        SrcRef::Take(b) => ShadowMemory::kind(&**b),
+    });
+    let unsupported = |why| Error::UnsupportedKinds { op: "accumulate", dst: acc_kind, src: src_kind, why };
+    let acc_on_device = acc_kind.device_accessible();
+    let src_on_device = src_kind.device_accessible();
+    match (acc_on_device, src_on_device) {
+        // Both reachable by kernels: one launch.
+        (true, true) => {
+            let Some(a) = acc.device_mut(s) else { return Err(unsupported("no device address")) };
+            match src {
+                SrcRef::Read(b) => {
+                    let Some(b) = b.device(s) else { return Err(unsupported("no device address")) };
+                    // SAFETY: disjoint, `n` elements each, ordered on `s`.
+                    unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, false) }
+                }
+                SrcRef::Take(b) => {
+                    let Some(b) = b.device_mut(s) else { return Err(unsupported("no device address")) };
+                    // SAFETY: as above.
+                    unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, true) }
+                }
+            }
+        }
+        // Device accumulator, pageable source: stage the source on the device.
+        (true, false) => {
+            let guard = staging::lock(s)?;
+            let Some(a) = acc.device_mut(s) else { return Err(unsupported("no device address")) };
+            guard.with(|st| {
+                let stage = st.device(s, bytes)?;
+                let read = |b: &B| -> Result<()> {
+                    let h = b.host()?.ok_or_else(|| unsupported("the source is not host-readable"))?;
+                    // SAFETY: `stage` holds `bytes`; a pageable source is read before the call returns.
+                    unsafe { kernels::copy_htod(s, stage, h.as_ptr().cast(), bytes) }
+                };
+                match src {
+                    SrcRef::Read(b) => read(b)?,
+                    SrcRef::Take(b) => {
+                        read(b)?;
+                        host_fill_zero(b)?;
+                    }
+                }
+                // SAFETY: `a` and `stage` hold `n` elements, ordered on `s`.
+                unsafe { kernels::accumulate(s, dtype, a.addr, stage, n, false) }
+            })
+        }
+        // Pageable accumulator, device source: bring the source to pinned staging, add on the host.
+        (false, true) => {
+            let guard = staging::lock(s)?;
+            guard.with(|st| {
+                let stage = st.host(s, bytes)?;
+                {
+                    let read = |addr: u64| unsafe { kernels::copy_dtoh(s, stage, addr, bytes) };
+                    match &src {
+                        SrcRef::Read(b) => {
+                            let d = b.device(s).ok_or_else(|| unsupported("no device address"))?;
+                            read(d.addr)?;
+                        }
+                        SrcRef::Take(_) => {}
+                    }
+                }
+                if let SrcRef::Take(b) = src {
+                    let d = b.device_mut(s).ok_or_else(|| unsupported("no device address"))?;
+                    // SAFETY: `stage` holds `bytes`; the zeroing is ordered after the copy on `s`.
+                    unsafe {
+                        kernels::copy_dtoh(s, stage, d.addr, bytes)?;
+                        kernels::zero(s, d.addr, bytes)?;
+                    }
+                }
+                s.synchronize().map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
+                let h = acc.host_mut()?.ok_or_else(|| unsupported("the accumulator is not host-writable"))?;
+                // SAFETY: the stream is synchronised, so `stage` holds the `n` source elements.
+                let staged = unsafe { core::slice::from_raw_parts(stage.cast::<A::Elem>(), n) };
+                host_accumulate(h, staged);
+                Ok(())
+            })
+        }
+        (false, false) => host_add(acc, src),
+    }
+}
+
+fn host_add<A, B>(acc: &mut A, src: SrcRef<'_, B>) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), match &src {
+        SrcRef::Read(b) => ShadowMemory::kind(*b),
+        SrcRef::Take(b) => ShadowMemory::kind(&**b),
+    });
+    let unsupported = || Error::UnsupportedKinds {
+        op: "accumulate",
+        dst: acc_kind,
+        src: src_kind,
+        why: "device memory needs a CUDA stream: name the copy's stream with `#[stream]`",
+    };
+    let a = acc.host_mut()?.ok_or_else(unsupported)?;
+    match src {
+        SrcRef::Read(b) => host_accumulate(a, b.host()?.ok_or_else(unsupported)?),
+        SrcRef::Take(b) => host_accumulate_and_zero(a, b.host_mut()?.ok_or_else(unsupported)?),
+    }
+    Ok(())
+}
+
 fn host_accumulate<T: Differentiable>(acc: &mut [T], src: &[T]) {
     for (a, s) in acc.iter_mut().zip(src) {
         *a = T::add(*a, *s);
@@ -157,7 +375,6 @@ fn host_accumulate_and_zero<T: Differentiable>(acc: &mut [T], src: &mut [T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::MemoryKind;
     use crate::memory::raw::RawShadow;
 
     #[test]
@@ -178,19 +395,20 @@ mod tests {
         let mut a = vec![1.0f32; 3];
         let mut b = vec![2.0f32; 4];
         let e = accumulate_and_zero(On::Host, &mut a, &mut b).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::LengthMismatch {
-                    expected: 3,
-                    found: 4,
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, Error::LengthMismatch { expected: 3, found: 4, .. }), "{e}");
         assert_eq!(a, [1.0; 3]);
         assert_eq!(b, [2.0; 4]);
+    }
+
+    #[test]
+    fn raw_device_pointer_without_stream_is_refused() {
+        let mut v = vec![1.0f32; 4];
+        let mut host = vec![0.0f32; 4];
+        // The pointer is never dereferenced: the operation is refused first.
+        let mut d = unsafe { RawShadow::new(MemoryKind::Device, v.as_mut_ptr(), 0, 4, "d") }.unwrap();
+        let e = accumulate_and_zero(On::Host, &mut host, &mut d).unwrap_err();
+        assert!(matches!(e, Error::NoStream(_)), "{e}");
+        assert_eq!(host, [0.0; 4]);
     }
 
     #[test]

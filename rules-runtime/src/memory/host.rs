@@ -1,7 +1,9 @@
 //! Pageable host memory: `[T]`, `[T; N]`, `Vec<T>`.
 
-use super::{Access, AccessMut, MemoryKind, Region, ShadowMemory};
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
 use crate::element::Differentiable;
+use crate::error::Result;
+use cudarc::driver::CudaStream;
 
 impl<T: Differentiable> ShadowMemory for [T] {
     type Elem = T;
@@ -14,11 +16,17 @@ impl<T: Differentiable> ShadowMemory for [T] {
     fn region(&self) -> Region {
         Region::of::<T>(self.as_ptr() as u64, <[T]>::len(self))
     }
-    fn access(&self) -> Access<'_, T> {
-        Access::Host(self)
+    fn host(&self) -> Result<Option<&[T]>> {
+        Ok(Some(self))
     }
-    fn access_mut(&mut self) -> AccessMut<'_, T> {
-        AccessMut::Host(self)
+    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+        Ok(Some(self))
+    }
+    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        None
+    }
+    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        None
     }
 }
 
@@ -35,11 +43,17 @@ macro_rules! deref_to_slice {
             fn region(&self) -> Region {
                 self[..].region()
             }
-            fn access(&self) -> Access<'_, T> {
-                Access::Host(&self[..])
+            fn host(&self) -> Result<Option<&[T]>> {
+                Ok(Some(&self[..]))
             }
-            fn access_mut(&mut self) -> AccessMut<'_, T> {
-                AccessMut::Host(&mut self[..])
+            fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+                Ok(Some(&mut self[..]))
+            }
+            fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+                None
+            }
+            fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+                None
             }
         }
     )*};

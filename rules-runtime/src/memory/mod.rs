@@ -1,13 +1,21 @@
 //! Memory kinds and the shadow-memory trait.
 //!
-//! A shadow lives in some kind of memory. [`ShadowMemory`] says which, how long it is, and
-//! hands out an [`Access`] that the operations in [`crate::ops`] dispatch on. One file per kind:
-//! [`host`] (pageable `[T]`, `Vec<T>`, arrays) and [`raw`] (raw pointers with a declared kind).
+//! A shadow lives in some kind of memory. [`ShadowMemory`] says which, how long it is, and hands
+//! out host slices or device addresses that the operations in [`crate::ops`] dispatch on. One file
+//! per kind: [`host`] (pageable `[T]`, `Vec<T>`, arrays), [`device`] (`CudaSlice`, `CudaView`,
+//! `CudaViewMut`), [`pinned`] (`PinnedHostSlice`), [`unified`] (`UnifiedSlice`) and [`raw`] (raw
+//! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
+pub mod device;
 pub mod host;
+pub mod pinned;
 pub mod raw;
+pub mod unified;
 
 use crate::element::Differentiable;
+use crate::error::Result;
+use cudarc::driver::{CudaContext, CudaStream};
+use std::sync::Arc;
 
 /// Where a buffer's bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -27,10 +35,12 @@ pub enum MemoryKind {
 impl MemoryKind {
     /// Whether host code can read and write this memory directly.
     pub const fn host_accessible(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::Host | MemoryKind::Pinned | MemoryKind::Unified
-        )
+        matches!(self, MemoryKind::Host | MemoryKind::Pinned | MemoryKind::Unified)
+    }
+
+    /// Whether kernels can read and write this memory directly.
+    pub const fn device_accessible(self) -> bool {
+        matches!(self, MemoryKind::Device | MemoryKind::Pinned | MemoryKind::Unified)
     }
 }
 
@@ -46,10 +56,8 @@ pub struct Region {
 impl Region {
     /// The region of `len` elements of `T` at address `addr`.
     pub fn of<T>(addr: u64, len: usize) -> Self {
-        Region {
-            start: addr,
-            end: addr.saturating_add((len * size_of::<T>()) as u64),
-        }
+        let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
+        Region { start: addr, end: addr.saturating_add(bytes) }
     }
 
     /// How two regions relate: disjoint, the same range, or partially overlapping.
@@ -78,25 +86,37 @@ pub enum Overlap {
     Partial,
 }
 
-/// Read access to a shadow's elements, by memory kind.
-#[non_exhaustive]
-pub enum Access<'a, T> {
-    /// Host-addressable elements, safe to read now.
-    Host(&'a [T]),
+/// A device address usable by kernels and copies on one stream, holding cudarc's
+/// synchronisation guard (an event record) until the work is enqueued.
+pub struct DeviceAddr<'a> {
+    /// The address of the first element, in the unified address space.
+    pub addr: u64,
+    _sync: Option<cudarc::driver::SyncOnDrop<'a>>,
 }
 
-/// Write access to a shadow's elements, by memory kind.
-#[non_exhaustive]
-pub enum AccessMut<'a, T> {
-    /// Host-addressable elements, safe to write now.
-    Host(&'a mut [T]),
+impl DeviceAddr<'_> {
+    /// An address with no synchronisation guard.
+    ///
+    /// # Safety
+    /// `addr` must point at the buffer's elements, reachable from the stream's device, and the
+    /// buffer's pending work must already be ordered before the stream's next work.
+    pub unsafe fn new(addr: u64) -> Self {
+        DeviceAddr { addr, _sync: None }
+    }
+}
+
+impl<'a> DeviceAddr<'a> {
+    /// An address with cudarc's guard, which records the stream's work on the buffer when dropped.
+    pub(crate) fn guarded(addr: u64, sync: cudarc::driver::SyncOnDrop<'a>) -> Self {
+        DeviceAddr { addr, _sync: Some(sync) }
+    }
 }
 
 /// Memory that can hold a shadow (a derivative) of a copy's buffer.
 ///
 /// Implemented for every memory kind the runtime knows: pageable host slices and vectors,
-/// raw pointers with a declared kind, and the CUDA buffer types. A copy rule's `dst` and `src`
-/// types must implement it, with the same element type.
+/// cudarc's device, pinned and unified buffers, and raw pointers with a declared kind. A copy
+/// rule's `dst` and `src` types must implement it, with the same element type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold a shadow for a derivative rule",
     label = "this buffer type does not implement `ShadowMemory`",
@@ -115,10 +135,25 @@ pub trait ShadowMemory {
     }
     /// The byte range, for alias checks.
     fn region(&self) -> Region;
-    /// Read access.
-    fn access(&self) -> Access<'_, Self::Elem>;
-    /// Write access.
-    fn access_mut(&mut self) -> AccessMut<'_, Self::Elem>;
+    /// The stream the buffer's work is ordered on, if it has one (cudarc device buffers do). Work
+    /// on device memory given no stream ([`crate::On::Host`]) is ordered there.
+    fn home_stream(&self) -> Option<&Arc<CudaStream>> {
+        None
+    }
+    /// The CUDA context the memory belongs to, if any.
+    fn context(&self) -> Option<&Arc<CudaContext>> {
+        None
+    }
+    /// The elements, for host code: pageable host memory always; pinned and unified memory after
+    /// waiting for the work pending on them; `None` for device memory.
+    fn host(&self) -> Result<Option<&[Self::Elem]>>;
+    /// The elements, for host code to write; as [`ShadowMemory::host`].
+    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>>;
+    /// The device address for work ordered on `stream` (device, pinned and unified memory);
+    /// `None` for pageable host memory.
+    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>>;
+    /// The device address for work that writes, ordered on `stream`; as [`ShadowMemory::device`].
+    fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>>;
 }
 
 /// Proof that two buffers hold the same element type, so one can be copied into the other.
@@ -146,11 +181,23 @@ impl<M: ShadowMemory + ?Sized> ShadowMemory for &mut M {
     fn region(&self) -> Region {
         (**self).region()
     }
-    fn access(&self) -> Access<'_, Self::Elem> {
-        (**self).access()
+    fn home_stream(&self) -> Option<&Arc<CudaStream>> {
+        (**self).home_stream()
     }
-    fn access_mut(&mut self) -> AccessMut<'_, Self::Elem> {
-        (**self).access_mut()
+    fn context(&self) -> Option<&Arc<CudaContext>> {
+        (**self).context()
+    }
+    fn host(&self) -> Result<Option<&[Self::Elem]>> {
+        (**self).host()
+    }
+    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>> {
+        (**self).host_mut()
+    }
+    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        (**self).device(stream)
+    }
+    fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        (**self).device_mut(stream)
     }
 }
 

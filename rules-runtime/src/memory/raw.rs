@@ -4,9 +4,10 @@
 //! (`dst = host`, `src = device`, ...), and generated code builds a [`RawShadow`] from the pointer,
 //! the offset and the element count.
 
-use super::{Access, AccessMut, MemoryKind, Region, ShadowMemory};
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
+use cudarc::driver::CudaStream;
 
 /// `len` elements at `base + offset`, in memory of a declared kind.
 #[derive(Debug)]
@@ -23,7 +24,9 @@ impl<T: Differentiable> RawShadow<T> {
     ///
     /// # Safety
     /// `base + offset .. base + offset + len` must be valid for reads and writes of `T` in memory of
-    /// kind `kind` for as long as the value is used, and nothing else may access it meanwhile.
+    /// kind `kind` for as long as the value is used, and nothing else may access it meanwhile; for
+    /// device-accessible kinds, the address must be reachable from the device of the stream the
+    /// work is ordered on, and pending work on it must already be ordered before that stream.
     pub unsafe fn new(
         kind: MemoryKind,
         base: *mut T,
@@ -63,22 +66,32 @@ impl<T: Differentiable> ShadowMemory for RawShadow<T> {
     fn region(&self) -> Region {
         Region::of::<T>(self.ptr as u64, self.len)
     }
-    fn access(&self) -> Access<'_, T> {
-        // SAFETY: valid for `len` reads by the contract of `new`; `len == 0` uses a dangling pointer.
-        let s = if self.len == 0 {
-            &[][..]
-        } else {
-            unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
-        };
-        Access::Host(s)
+    fn host(&self) -> Result<Option<&[T]>> {
+        if !self.kind.host_accessible() {
+            return Ok(None);
+        }
+        if self.len == 0 {
+            return Ok(Some(&[]));
+        }
+        // SAFETY: valid for `len` reads by the contract of `new`.
+        Ok(Some(unsafe { core::slice::from_raw_parts(self.ptr, self.len) }))
     }
-    fn access_mut(&mut self) -> AccessMut<'_, T> {
+    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+        if !self.kind.host_accessible() {
+            return Ok(None);
+        }
+        if self.len == 0 {
+            return Ok(Some(&mut []));
+        }
         // SAFETY: valid and exclusive for `len` writes by the contract of `new`.
-        let s = if self.len == 0 {
-            &mut [][..]
-        } else {
-            unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) }
-        };
-        AccessMut::Host(s)
+        Ok(Some(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) }))
+    }
+    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        // SAFETY: reachable from the device for device-accessible kinds, by the contract of `new`.
+        self.kind.device_accessible().then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
+    }
+    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        // SAFETY: as in `device`.
+        self.kind.device_accessible().then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
     }
 }

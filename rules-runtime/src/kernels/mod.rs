@@ -1,0 +1,139 @@
+//! Raw kernel launches and driver calls, in one place (cudarc's `result` layer in spirit).
+//!
+//! The kernels are shipped as PTX (`shadow.ptx`, built from `shadow.cu` by `regen.sh`) and loaded
+//! once per context; the driver JIT-compiles them, so no CUDA toolkit is needed at run time.
+
+use crate::cuda::driver;
+use crate::element::Dtype;
+use crate::error::Result;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use std::sync::{Arc, Mutex};
+
+/// The PTX of `shadow.cu`.
+pub const PTX: &str = include_str!("shadow.ptx");
+
+/// Threads per block. One 16-byte vector per thread per iteration.
+const THREADS: u32 = 256;
+/// Grid limit in x.
+const MAX_BLOCKS: u64 = (1 << 31) - 1;
+
+/// The real type a kernel works on, and how many reals one element is.
+fn real_kernel(dtype: Dtype) -> (&'static str, u64) {
+    match dtype {
+        Dtype::F32 => ("f32", 1),
+        Dtype::F64 => ("f64", 1),
+        Dtype::F16 => ("f16", 1),
+        Dtype::Bf16 => ("bf16", 1),
+        Dtype::C32 => ("f32", 2),
+        Dtype::C64 => ("f64", 2),
+    }
+}
+
+struct Loaded {
+    ctx: Arc<CudaContext>,
+    /// (accumulate, accumulate_and_zero) for f32, f64, f16, bf16.
+    functions: Vec<(&'static str, CudaFunction, CudaFunction)>,
+}
+
+fn functions(ctx: &Arc<CudaContext>) -> Result<Arc<Loaded>> {
+    static CACHE: Mutex<Vec<Arc<Loaded>>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(l) = cache.iter().find(|l| l.ctx == *ctx) {
+        return Ok(l.clone());
+    }
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
+        .map_err(driver("cuModuleLoadData (shadow kernels)"))?;
+    let mut functions = Vec::new();
+    for name in ["f32", "f64", "f16", "bf16"] {
+        let acc = module
+            .load_function(&format!("accumulate_{name}"))
+            .map_err(driver("cuModuleGetFunction"))?;
+        let fused = module
+            .load_function(&format!("accumulate_and_zero_{name}"))
+            .map_err(driver("cuModuleGetFunction"))?;
+        functions.push((name, acc, fused));
+    }
+    let loaded = Arc::new(Loaded { ctx: ctx.clone(), functions });
+    cache.push(loaded.clone());
+    Ok(loaded)
+}
+
+/// Launches `acc[i] += src[i]` (and `src[i] = 0` when `zero_src`) for `n` elements of `dtype`
+/// at device addresses `acc` and `src`, on `stream`. `n == 0` launches nothing.
+///
+/// # Safety
+/// Both addresses must be valid on `stream`'s device for `n` elements, and ordered on `stream`.
+pub unsafe fn accumulate(stream: &CudaStream, dtype: Dtype, acc: u64, src: u64, n: usize, zero_src: bool) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let loaded = functions(stream.context())?;
+    let (name, reals) = real_kernel(dtype);
+    let Some((_, acc_fn, fused_fn)) = loaded.functions.iter().find(|f| f.0 == name) else {
+        unreachable!("every real kernel is loaded")
+    };
+    let f = if zero_src { fused_fn } else { acc_fn };
+    let reals_n = n as u64 * reals;
+    let per_vector = 16 / (dtype.size() as u64 / reals);
+    let blocks = reals_n.div_ceil(per_vector).div_ceil(u64::from(THREADS)).clamp(1, MAX_BLOCKS);
+    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+    let mut launch = stream.launch_builder(f);
+    launch.arg(&acc).arg(&src).arg(&reals_n);
+    // SAFETY: the kernel's parameters are (ptr, ptr, u64), matching the arguments above.
+    unsafe { launch.launch(cfg) }.map_err(driver("cuLaunchKernel (shadow kernel)"))?;
+    Ok(())
+}
+
+/// Sets `bytes` bytes at device address `ptr` to zero on `stream` (all supported element types
+/// are zero when all their bits are), with the widest memset the alignment allows.
+///
+/// # Safety
+/// `ptr .. ptr + bytes` must be valid device-accessible memory ordered on `stream`.
+pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+    use cudarc::driver::sys;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let s = stream.cu_stream();
+    // SAFETY: by the caller's contract.
+    let r = unsafe {
+        if ptr % 4 == 0 && bytes % 4 == 0 {
+            sys::cuMemsetD32Async(ptr, 0, bytes / 4, s)
+        } else if ptr % 2 == 0 && bytes % 2 == 0 {
+            sys::cuMemsetD16Async(ptr, 0, bytes / 2, s)
+        } else {
+            sys::cuMemsetD8Async(ptr, 0, bytes, s)
+        }
+    };
+    r.result().map_err(driver("cuMemsetAsync"))
+}
+
+/// Copies `bytes` bytes from host `src` to device `dst` on `stream`.
+///
+/// # Safety
+/// Valid ranges; `src` is read before the call returns (pageable) or before the stream reaches
+/// the copy (pinned).
+pub unsafe fn copy_htod(stream: &CudaStream, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: by the caller's contract.
+    unsafe { cudarc::driver::sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
+        .result()
+        .map_err(driver("cuMemcpyHtoDAsync"))
+}
+
+/// Copies `bytes` bytes from device `src` to host `dst` on `stream`.
+///
+/// # Safety
+/// Valid ranges; `dst` holds the data once the stream has reached the copy.
+pub unsafe fn copy_dtoh(stream: &CudaStream, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: by the caller's contract.
+    unsafe { cudarc::driver::sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+        .result()
+        .map_err(driver("cuMemcpyDtoHAsync"))
+}
