@@ -42,6 +42,9 @@ pub mod rules;
 mod staging;
 pub mod testing;
 
+/// cudarc, re-exported so that users depend on one crate and name the same buffer types.
+pub use cudarc;
+
 pub use activity::{Const, Duplicated, DuplicatedOnly};
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
