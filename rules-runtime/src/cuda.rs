@@ -14,7 +14,11 @@ pub fn driver_available() -> bool {
 
 /// `Ok` when the driver is there, [`Error::NoDriver`] otherwise.
 pub fn require_driver() -> Result<()> {
-    if driver_available() { Ok(()) } else { Err(Error::NoDriver) }
+    if driver_available() {
+        Ok(())
+    } else {
+        Err(Error::NoDriver)
+    }
 }
 
 /// The context of device `ordinal`: [`Error::NoDriver`] without a driver, [`Error::NoDevice`]
@@ -23,17 +27,25 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     require_driver()?;
     let count = CudaContext::device_count().map_err(driver("cuDeviceGetCount"))?;
     if ordinal >= count.max(0) as usize {
-        return Err(Error::NoDevice { ordinal, count: count.max(0) as usize });
+        return Err(Error::NoDevice {
+            ordinal,
+            count: count.max(0) as usize,
+        });
     }
     CudaContext::new(ordinal).map_err(driver("cuCtxCreate"))
 }
 
 /// A new stream on device `ordinal`, with the same errors as [`context`].
 pub fn stream(ordinal: usize) -> Result<Arc<CudaStream>> {
-    context(ordinal)?.new_stream().map_err(driver("cuStreamCreate"))
+    context(ordinal)?
+        .new_stream()
+        .map_err(driver("cuStreamCreate"))
 }
 
 /// Maps a driver error of operation `op` into [`Error::Driver`].
 pub(crate) fn driver(op: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| Error::Driver { op, message: e.to_string() }
+    move |e| Error::Driver {
+        op,
+        message: e.to_string(),
+    }
 }

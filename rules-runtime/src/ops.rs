@@ -127,7 +127,11 @@ fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
     if expected == found {
         Ok(())
     } else {
-        Err(Error::LengthMismatch { what: what.to_string(), expected, found })
+        Err(Error::LengthMismatch {
+            what: what.to_string(),
+            expected,
+            found,
+        })
     }
 }
 
@@ -155,7 +159,13 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     check_len("the source of `accumulate`", acc.len(), src.len())?;
-    let site = site(on, &[("the accumulator", placement(acc)), ("the source", placement(src))])?;
+    let site = site(
+        on,
+        &[
+            ("the accumulator", placement(acc)),
+            ("the source", placement(src)),
+        ],
+    )?;
     match acc.region().relation(src.region()) {
         Overlap::Partial => Err(overlap_error("accumulate", &*acc, src)),
         Overlap::Same => double(site, acc),
@@ -186,7 +196,13 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     check_len("the source of `accumulate_and_zero`", acc.len(), src.len())?;
-    let site = site(on, &[("the accumulator", placement(acc)), ("the source", placement(src))])?;
+    let site = site(
+        on,
+        &[
+            ("the accumulator", placement(acc)),
+            ("the source", placement(src)),
+        ],
+    )?;
     match acc.region().relation(src.region()) {
         Overlap::Partial => Err(overlap_error("accumulate_and_zero", &*acc, &*src)),
         Overlap::Same => Ok(()),
@@ -255,25 +271,39 @@ where
     let Some(s) = stream_of(&site) else {
         return host_add(acc, src);
     };
-    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), match &src {
-        SrcRef::Read(b) => ShadowMemory::kind(*b),
-        SrcRef::Take(b) => ShadowMemory::kind(&**b),
-    });
-    let unsupported = |why| Error::UnsupportedKinds { op: "accumulate", dst: acc_kind, src: src_kind, why };
+    let (acc_kind, src_kind) = (
+        ShadowMemory::kind(acc),
+        match &src {
+            SrcRef::Read(b) => ShadowMemory::kind(*b),
+            SrcRef::Take(b) => ShadowMemory::kind(&**b),
+        },
+    );
+    let unsupported = |why| Error::UnsupportedKinds {
+        op: "accumulate",
+        dst: acc_kind,
+        src: src_kind,
+        why,
+    };
     let acc_on_device = acc_kind.device_accessible();
     let src_on_device = src_kind.device_accessible();
     match (acc_on_device, src_on_device) {
         // Both reachable by kernels: one launch.
         (true, true) => {
-            let Some(a) = acc.device_mut(s) else { return Err(unsupported("no device address")) };
+            let Some(a) = acc.device_mut(s) else {
+                return Err(unsupported("no device address"));
+            };
             match src {
                 SrcRef::Read(b) => {
-                    let Some(b) = b.device(s) else { return Err(unsupported("no device address")) };
+                    let Some(b) = b.device(s) else {
+                        return Err(unsupported("no device address"));
+                    };
                     // SAFETY: disjoint, `n` elements each, ordered on `s`.
                     unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, false) }
                 }
                 SrcRef::Take(b) => {
-                    let Some(b) = b.device_mut(s) else { return Err(unsupported("no device address")) };
+                    let Some(b) = b.device_mut(s) else {
+                        return Err(unsupported("no device address"));
+                    };
                     // SAFETY: as above.
                     unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, true) }
                 }
@@ -282,11 +312,15 @@ where
         // Device accumulator, pageable source: stage the source on the device.
         (true, false) => {
             let guard = staging::lock(s)?;
-            let Some(a) = acc.device_mut(s) else { return Err(unsupported("no device address")) };
+            let Some(a) = acc.device_mut(s) else {
+                return Err(unsupported("no device address"));
+            };
             guard.with(|st| {
                 let stage = st.device(s, bytes)?;
                 let read = |b: &B| -> Result<()> {
-                    let h = b.host()?.ok_or_else(|| unsupported("the source is not host-readable"))?;
+                    let h = b
+                        .host()?
+                        .ok_or_else(|| unsupported("the source is not host-readable"))?;
                     // SAFETY: `stage` holds `bytes`; a pageable source is read before the call returns.
                     unsafe { kernels::copy_htod(s, stage, h.as_ptr().cast(), bytes) }
                 };
@@ -310,22 +344,29 @@ where
                     let read = |addr: u64| unsafe { kernels::copy_dtoh(s, stage, addr, bytes) };
                     match &src {
                         SrcRef::Read(b) => {
-                            let d = b.device(s).ok_or_else(|| unsupported("no device address"))?;
+                            let d = b
+                                .device(s)
+                                .ok_or_else(|| unsupported("no device address"))?;
                             read(d.addr)?;
                         }
                         SrcRef::Take(_) => {}
                     }
                 }
                 if let SrcRef::Take(b) = src {
-                    let d = b.device_mut(s).ok_or_else(|| unsupported("no device address"))?;
+                    let d = b
+                        .device_mut(s)
+                        .ok_or_else(|| unsupported("no device address"))?;
                     // SAFETY: `stage` holds `bytes`; the zeroing is ordered after the copy on `s`.
                     unsafe {
                         kernels::copy_dtoh(s, stage, d.addr, bytes)?;
                         kernels::zero(s, d.addr, bytes)?;
                     }
                 }
-                s.synchronize().map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
-                let h = acc.host_mut()?.ok_or_else(|| unsupported("the accumulator is not host-writable"))?;
+                s.synchronize()
+                    .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
+                let h = acc
+                    .host_mut()?
+                    .ok_or_else(|| unsupported("the accumulator is not host-writable"))?;
                 // SAFETY: the stream is synchronised, so `stage` holds the `n` source elements.
                 let staged = unsafe { core::slice::from_raw_parts(stage.cast::<A::Elem>(), n) };
                 host_accumulate(h, staged);
@@ -341,10 +382,13 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), match &src {
-        SrcRef::Read(b) => ShadowMemory::kind(*b),
-        SrcRef::Take(b) => ShadowMemory::kind(&**b),
-    });
+    let (acc_kind, src_kind) = (
+        ShadowMemory::kind(acc),
+        match &src {
+            SrcRef::Read(b) => ShadowMemory::kind(*b),
+            SrcRef::Take(b) => ShadowMemory::kind(&**b),
+        },
+    );
     let unsupported = || Error::UnsupportedKinds {
         op: "accumulate",
         dst: acc_kind,
@@ -395,7 +439,17 @@ mod tests {
         let mut a = vec![1.0f32; 3];
         let mut b = vec![2.0f32; 4];
         let e = accumulate_and_zero(On::Host, &mut a, &mut b).unwrap_err();
-        assert!(matches!(e, Error::LengthMismatch { expected: 3, found: 4, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    expected: 3,
+                    found: 4,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert_eq!(a, [1.0; 3]);
         assert_eq!(b, [2.0; 4]);
     }
@@ -405,7 +459,8 @@ mod tests {
         let mut v = vec![1.0f32; 4];
         let mut host = vec![0.0f32; 4];
         // The pointer is never dereferenced: the operation is refused first.
-        let mut d = unsafe { RawShadow::new(MemoryKind::Device, v.as_mut_ptr(), 0, 4, "d") }.unwrap();
+        let mut d =
+            unsafe { RawShadow::new(MemoryKind::Device, v.as_mut_ptr(), 0, 4, "d") }.unwrap();
         let e = accumulate_and_zero(On::Host, &mut host, &mut d).unwrap_err();
         assert!(matches!(e, Error::NoStream(_)), "{e}");
         assert_eq!(host, [0.0; 4]);

@@ -24,17 +24,28 @@ type Entry = Arc<Mutex<Staging>>;
 /// The staging entry of `stream`, locked.
 pub(crate) fn lock(stream: &CudaStream) -> Result<StagingGuard> {
     static ENTRIES: Mutex<Option<HashMap<(usize, usize), Entry>>> = Mutex::new(None);
-    let key = (stream.context().cu_ctx() as usize, stream.cu_stream() as usize);
+    let key = (
+        stream.context().cu_ctx() as usize,
+        stream.cu_stream() as usize,
+    );
     let entry = {
         let mut map = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
         map.get_or_insert_with(HashMap::new)
             .entry(key)
             .or_insert_with(|| {
-                Arc::new(Mutex::new(Staging { dev: 0, dev_bytes: 0, host: core::ptr::null_mut(), host_bytes: 0 }))
+                Arc::new(Mutex::new(Staging {
+                    dev: 0,
+                    dev_bytes: 0,
+                    host: core::ptr::null_mut(),
+                    host_bytes: 0,
+                }))
             })
             .clone()
     };
-    stream.context().bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(driver("cuCtxSetCurrent"))?;
     Ok(StagingGuard { entry })
 }
 
@@ -56,16 +67,22 @@ impl Staging {
     pub(crate) fn device(&mut self, stream: &CudaStream, bytes: usize) -> Result<u64> {
         if bytes > self.dev_bytes {
             let new = bytes.max(self.dev_bytes.saturating_mul(2));
-            stream.synchronize().map_err(driver("cuStreamSynchronize (staging growth)"))?;
+            stream
+                .synchronize()
+                .map_err(driver("cuStreamSynchronize (staging growth)"))?;
             let mut p = 0u64;
             // SAFETY: plain allocation in the current context (bound by `lock`).
             unsafe {
                 if self.dev != 0 {
-                    sys::cuMemFree_v2(self.dev).result().map_err(driver("cuMemFree (staging)"))?;
+                    sys::cuMemFree_v2(self.dev)
+                        .result()
+                        .map_err(driver("cuMemFree (staging)"))?;
                     self.dev = 0;
                     self.dev_bytes = 0;
                 }
-                sys::cuMemAlloc_v2(&mut p, new).result().map_err(driver("cuMemAlloc (staging)"))?;
+                sys::cuMemAlloc_v2(&mut p, new)
+                    .result()
+                    .map_err(driver("cuMemAlloc (staging)"))?;
             }
             self.dev = p;
             self.dev_bytes = new;
@@ -77,16 +94,22 @@ impl Staging {
     pub(crate) fn host(&mut self, stream: &CudaStream, bytes: usize) -> Result<*mut u8> {
         if bytes > self.host_bytes {
             let new = bytes.max(self.host_bytes.saturating_mul(2));
-            stream.synchronize().map_err(driver("cuStreamSynchronize (staging growth)"))?;
+            stream
+                .synchronize()
+                .map_err(driver("cuStreamSynchronize (staging growth)"))?;
             let mut p: *mut core::ffi::c_void = core::ptr::null_mut();
             // SAFETY: plain allocation in the current context (bound by `lock`).
             unsafe {
                 if !self.host.is_null() {
-                    sys::cuMemFreeHost(self.host.cast()).result().map_err(driver("cuMemFreeHost (staging)"))?;
+                    sys::cuMemFreeHost(self.host.cast())
+                        .result()
+                        .map_err(driver("cuMemFreeHost (staging)"))?;
                     self.host = core::ptr::null_mut();
                     self.host_bytes = 0;
                 }
-                sys::cuMemAllocHost_v2(&mut p, new).result().map_err(driver("cuMemAllocHost (staging)"))?;
+                sys::cuMemAllocHost_v2(&mut p, new)
+                    .result()
+                    .map_err(driver("cuMemAllocHost (staging)"))?;
             }
             self.host = p.cast();
             self.host_bytes = new;

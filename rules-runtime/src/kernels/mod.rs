@@ -54,7 +54,10 @@ fn functions(ctx: &Arc<CudaContext>) -> Result<Arc<Loaded>> {
             .map_err(driver("cuModuleGetFunction"))?;
         functions.push((name, acc, fused));
     }
-    let loaded = Arc::new(Loaded { ctx: ctx.clone(), functions });
+    let loaded = Arc::new(Loaded {
+        ctx: ctx.clone(),
+        functions,
+    });
     cache.push(loaded.clone());
     Ok(loaded)
 }
@@ -64,7 +67,14 @@ fn functions(ctx: &Arc<CudaContext>) -> Result<Arc<Loaded>> {
 ///
 /// # Safety
 /// Both addresses must be valid on `stream`'s device for `n` elements, and ordered on `stream`.
-pub unsafe fn accumulate(stream: &CudaStream, dtype: Dtype, acc: u64, src: u64, n: usize, zero_src: bool) -> Result<()> {
+pub unsafe fn accumulate(
+    stream: &CudaStream,
+    dtype: Dtype,
+    acc: u64,
+    src: u64,
+    n: usize,
+    zero_src: bool,
+) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
@@ -76,8 +86,15 @@ pub unsafe fn accumulate(stream: &CudaStream, dtype: Dtype, acc: u64, src: u64, 
     let f = if zero_src { fused_fn } else { acc_fn };
     let reals_n = n as u64 * reals;
     let per_vector = 16 / (dtype.size() as u64 / reals);
-    let blocks = reals_n.div_ceil(per_vector).div_ceil(u64::from(THREADS)).clamp(1, MAX_BLOCKS);
-    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+    let blocks = reals_n
+        .div_ceil(per_vector)
+        .div_ceil(u64::from(THREADS))
+        .clamp(1, MAX_BLOCKS);
+    let cfg = LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
     let mut launch = stream.launch_builder(f);
     launch.arg(&acc).arg(&src).arg(&reals_n);
     // SAFETY: the kernel's parameters are (ptr, ptr, u64), matching the arguments above.

@@ -6,7 +6,9 @@
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
 use crate::element::Differentiable;
 use crate::error::Result;
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice};
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice,
+};
 use std::sync::Arc;
 
 /// The address of a device buffer, without enqueuing anything that outlives the call.

@@ -35,12 +35,18 @@ pub enum MemoryKind {
 impl MemoryKind {
     /// Whether host code can read and write this memory directly.
     pub const fn host_accessible(self) -> bool {
-        matches!(self, MemoryKind::Host | MemoryKind::Pinned | MemoryKind::Unified)
+        matches!(
+            self,
+            MemoryKind::Host | MemoryKind::Pinned | MemoryKind::Unified
+        )
     }
 
     /// Whether kernels can read and write this memory directly.
     pub const fn device_accessible(self) -> bool {
-        matches!(self, MemoryKind::Device | MemoryKind::Pinned | MemoryKind::Unified)
+        matches!(
+            self,
+            MemoryKind::Device | MemoryKind::Pinned | MemoryKind::Unified
+        )
     }
 }
 
@@ -57,7 +63,10 @@ impl Region {
     /// The region of `len` elements of `T` at address `addr`.
     pub fn of<T>(addr: u64, len: usize) -> Self {
         let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
-        Region { start: addr, end: addr.saturating_add(bytes) }
+        Region {
+            start: addr,
+            end: addr.saturating_add(bytes),
+        }
     }
 
     /// How two regions relate: disjoint, the same range, or partially overlapping.
@@ -108,7 +117,10 @@ impl DeviceAddr<'_> {
 impl<'a> DeviceAddr<'a> {
     /// An address with cudarc's guard, which records the stream's work on the buffer when dropped.
     pub(crate) fn guarded(addr: u64, sync: cudarc::driver::SyncOnDrop<'a>) -> Self {
-        DeviceAddr { addr, _sync: Some(sync) }
+        DeviceAddr {
+            addr,
+            _sync: Some(sync),
+        }
     }
 }
 

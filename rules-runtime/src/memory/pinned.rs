@@ -31,10 +31,14 @@ impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for PinnedHostSlice<T> {
         Some(PinnedHostSlice::context(self))
     }
     fn host(&self) -> Result<Option<&[T]>> {
-        self.as_slice().map(Some).map_err(driver("cuEventSynchronize (pinned buffer)"))
+        self.as_slice()
+            .map(Some)
+            .map_err(driver("cuEventSynchronize (pinned buffer)"))
     }
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
-        self.as_mut_slice().map(Some).map_err(driver("cuEventSynchronize (pinned buffer)"))
+        self.as_mut_slice()
+            .map(Some)
+            .map_err(driver("cuEventSynchronize (pinned buffer)"))
     }
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         // SAFETY: the address is used only by work ordered on `stream`.

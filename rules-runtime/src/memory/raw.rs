@@ -74,7 +74,9 @@ impl<T: Differentiable> ShadowMemory for RawShadow<T> {
             return Ok(Some(&[]));
         }
         // SAFETY: valid for `len` reads by the contract of `new`.
-        Ok(Some(unsafe { core::slice::from_raw_parts(self.ptr, self.len) }))
+        Ok(Some(unsafe {
+            core::slice::from_raw_parts(self.ptr, self.len)
+        }))
     }
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
         if !self.kind.host_accessible() {
@@ -84,14 +86,20 @@ impl<T: Differentiable> ShadowMemory for RawShadow<T> {
             return Ok(Some(&mut []));
         }
         // SAFETY: valid and exclusive for `len` writes by the contract of `new`.
-        Ok(Some(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) }))
+        Ok(Some(unsafe {
+            core::slice::from_raw_parts_mut(self.ptr, self.len)
+        }))
     }
     fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         // SAFETY: reachable from the device for device-accessible kinds, by the contract of `new`.
-        self.kind.device_accessible().then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
+        self.kind
+            .device_accessible()
+            .then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
     }
     fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         // SAFETY: as in `device`.
-        self.kind.device_accessible().then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
+        self.kind
+            .device_accessible()
+            .then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
     }
 }

@@ -4,7 +4,9 @@ use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
 use crate::cuda::driver;
 use crate::element::Differentiable;
 use crate::error::Result;
-use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, UnifiedSlice, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, UnifiedSlice, ValidAsZeroBits,
+};
 use std::sync::Arc;
 
 impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
@@ -27,10 +29,14 @@ impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
         Some(DeviceSlice::stream(self).context())
     }
     fn host(&self) -> Result<Option<&[T]>> {
-        self.as_slice().map(Some).map_err(driver("host access to unified memory"))
+        self.as_slice()
+            .map(Some)
+            .map_err(driver("host access to unified memory"))
     }
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
-        self.as_mut_slice().map(Some).map_err(driver("host access to unified memory"))
+        self.as_mut_slice()
+            .map(Some)
+            .map_err(driver("host access to unified memory"))
     }
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         let (addr, sync) = self.device_ptr(stream);
