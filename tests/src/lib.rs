@@ -1,1 +1,85 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared rules and helpers for the end-to-end tests.
+//!
+//! Two annotated copy primitives, generic over the element type, serve the tests that sweep
+//! element types: [`copy_slice`] (slice shape) and [`copy_ptr`] (pointer shape, host memory).
+//! The tests that read like the seed's example define their own, concrete rules.
+
+use rules_runtime::{Differentiable, derivative_rule};
+
+/// The plain slice copy `dst ← src`, for any differentiable element type.
+#[derivative_rule(copy)]
+pub fn copy_slice<T: Differentiable>(#[dst] dst: &mut [T], #[src] src: &[T]) {
+    dst.copy_from_slice(src);
+}
+
+/// The pointer copy `dst[doff..doff + n] ← src[soff..soff + n]` on host memory.
+///
+/// # Safety
+/// Both ranges valid for `n` elements and disjoint.
+#[derivative_rule(copy, dst = host, src = host)]
+pub unsafe fn copy_ptr<T: Differentiable>(
+    #[dst] dst: *mut T,
+    #[dst_offset] doff: usize,
+    #[src] src: *const T,
+    #[src_offset] soff: usize,
+    #[len] n: usize,
+) {
+    unsafe { core::ptr::copy_nonoverlapping(src.add(soff), dst.add(doff), n) }
+}
+
+/// `xs` as elements of `T` (real parts only; exact for the small dyadic values the tests use).
+pub fn vals<T: Differentiable>(xs: &[f64]) -> Vec<T> {
+    xs.iter().map(|&x| T::from_parts([x, 0.0])).collect()
+}
+
+/// `n` distinct, exactly representable values of `T` starting at `start` (step 1/4; complex
+/// values get a distinct imaginary part too).
+pub fn ramp<T: Differentiable>(n: usize, start: f64) -> Vec<T> {
+    (0..n)
+        .map(|i| {
+            let re = start + (i % 64) as f64 / 4.0;
+            T::from_parts([re, -re / 2.0])
+        })
+        .collect()
+}
+
+/// Element-wise `a + b` in `T`'s own arithmetic.
+pub fn add<T: Differentiable>(a: &[T], b: &[T]) -> Vec<T> {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| T::add(*x, *y)).collect()
+}
+
+/// A small deterministic generator (splitmix64) for lengths and offsets.
+#[derive(Clone, Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..bound` (`bound > 0`).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
+    }
+}
+
+/// One mutable slice per shadow buffer, for `Duplicated::batch` (the width `N` is inferred).
+pub fn lanes<T, const N: usize>(bufs: &mut [Vec<T>; N]) -> [&mut [T]; N] {
+    bufs.each_mut().map(|b| b.as_mut_slice())
+}
+
+/// One raw pointer per shadow buffer, for `Duplicated::batch` on pointer rules.
+pub fn lane_ptrs<T, const N: usize>(bufs: &mut [Vec<T>; N]) -> [*mut T; N] {
+    bufs.each_mut().map(|b| b.as_mut_ptr())
+}
+
+/// `N` buffers, each a copy of `v`.
+pub fn copies<T: Clone, const N: usize>(v: &[T]) -> [Vec<T>; N] {
+    core::array::from_fn(|_| v.to_vec())
+}
