@@ -13,9 +13,9 @@ use crate::ops::{self, On};
 
 /// What a copy primitive may return: `()` or `Result<(), E>`.
 #[diagnostic::on_unimplemented(
-    message = "a copy primitive must return `()` or `Result<(), E>`, not `{Self}`",
-    label = "unsupported return type for a derivative rule",
-    note = "the error type `E` must convert into `Box<dyn std::error::Error + Send + Sync>`"
+    message = "`{Self}` is not a return type a derivative rule can pass on",
+    label = "a copy primitive returns `()` or `Result<(), E>`",
+    note = "in `Result<(), E>`, `E` must convert into `Box<dyn std::error::Error + Send + Sync>`: implement `std::error::Error` for it (it must also be `Send + Sync + 'static`)"
 )]
 pub trait PrimalOutcome {
     /// The primal's outcome as the runtime's result.
@@ -224,6 +224,9 @@ pub struct PtrCopy {
 struct PtrPlan<T> {
     /// Per lane: the destination shadow, and the source shadow if `src` is active.
     lanes: Vec<(RawShadow<T>, Option<RawShadow<T>>)>,
+    /// Whether the primal copy is an exact self-copy (the identity): it is then not called, so a
+    /// primal written with `copy_nonoverlapping` is never handed overlapping ranges.
+    primal_is_identity: bool,
 }
 
 impl PtrCopy {
@@ -251,7 +254,8 @@ impl PtrCopy {
             self.src_offset,
             "the primal `src`",
         )?;
-        check_overlap("the primal `dst` and `src`", pd.region(), ps.region())?;
+        let primal_is_identity =
+            check_overlap("the primal `dst` and `src`", pd.region(), ps.region())? == Overlap::Same;
         let mut lanes = Vec::with_capacity(D::WIDTH);
         for k in 0..D::WIDTH.max(S::WIDTH) {
             let ds = match src.lane(k) {
@@ -269,7 +273,10 @@ impl PtrCopy {
             }
             lanes.push((dd, ds));
         }
-        Ok(PtrPlan { lanes })
+        Ok(PtrPlan {
+            lanes,
+            primal_is_identity,
+        })
     }
 }
 
@@ -294,7 +301,7 @@ where
     R: PrimalOutcome,
 {
     let plan = unsafe { shape.plan(&dst, &src)? };
-    if D::PRIMAL_NEEDED {
+    if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
     }
     for (k, (mut dd, ds)) in plan.lanes.into_iter().enumerate() {
@@ -330,8 +337,8 @@ where
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    unsafe { shape.plan(&dst, &src)? };
-    if D::PRIMAL_NEEDED {
+    let plan = unsafe { shape.plan(&dst, &src)? };
+    if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
     }
     Ok(CopyTape {

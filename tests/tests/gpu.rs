@@ -88,14 +88,15 @@ fn from_pinned(
 
 /// Pageable → pageable `Vec`, on a stream (the shadow work stays on the host).
 #[derivative_rule(copy)]
+#[allow(clippy::ptr_arg)]
 fn to_vec_on(stream: &Arc<CudaStream>, #[dst] dst: &mut Vec<f32>, #[src] src: &[f32]) {
     let _ = stream;
     dst.copy_from_slice(src);
 }
 
 /// Pageable `Vec` → pageable, on a stream.
-#[derivative_rule(copy)]
 #[allow(clippy::ptr_arg)]
+#[derivative_rule(copy)]
 fn from_vec_on(stream: &Arc<CudaStream>, #[dst] dst: &mut [f32], #[src] src: &Vec<f32>) {
     let _ = stream;
     dst.copy_from_slice(src);
@@ -802,6 +803,12 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
     .unwrap();
     s2.synchronize().unwrap();
 
+    // The raw address of d_dst, taken now, so that probing it later adds no wait to any stream.
+    let dy_addr = {
+        let (p, sync) = dy.device_ptr(&s2);
+        drop(sync);
+        p
+    };
     // A gate: s2 waits until a pinned flag becomes 1.
     let mut flag = unsafe { s.context().alloc_pinned::<u32>(1) }.unwrap();
     flag.as_mut_slice().unwrap()[0] = 0;
@@ -816,32 +823,32 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
         .result()
         .unwrap();
     }
-    // The reverse of an H2D copy into pageable d_src: staged on s2 (needs s2's work: a sync
-    // inside), so run the part that stays on the device: d_dst ← 0 through a Const source.
-    let t_const =
-        upload_augmented_primal(&s2, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
-    upload_reverse(
-        t_const,
-        &s2,
-        Duplicated::new(&mut y, &mut dy),
-        Const(&x[..]),
-    )
-    .unwrap();
-    // Still gated: the zeroing must not have happened. Read through the other stream.
-    let (p, _sync) = dy.device_ptr(&s);
+    // The reverse of a copy from a Const source: d_dst ← 0, device work ordered on s2.
+    let t_const = upload_augmented_primal(&s2, Duplicated::new(&mut y, &mut dy), Const(&x[..]));
+    let zeroed = t_const
+        .and_then(|t| upload_reverse(t, &s2, Duplicated::new(&mut y, &mut dy), Const(&x[..])));
+    // Probe d_dst on a third, non-blocking stream: the gated zeroing must not have happened.
+    let probe_stream = s.context().new_stream().unwrap();
     let mut probe = vec![0.0f32; 4];
-    unsafe {
-        sys::cuMemcpyDtoH_v2(probe.as_mut_ptr().cast(), p, 16)
-            .result()
-            .unwrap()
-    };
+    let probed = unsafe {
+        sys::cuMemcpyDtoHAsync_v2(
+            probe.as_mut_ptr().cast(),
+            dy_addr,
+            16,
+            probe_stream.cu_stream(),
+        )
+        .result()
+    }
+    .and_then(|()| probe_stream.synchronize());
+    // Open the gate before asserting anything, so that a failure cannot leave s2 blocked.
+    unsafe { core::ptr::write_volatile(flag_ptr, 1) };
+    s2.synchronize().unwrap();
+    zeroed.unwrap();
+    probed.unwrap();
     assert_eq!(
         probe, [3.0; 4],
         "the reverse ran before its stream reached it"
     );
-    drop(_sync);
-    unsafe { core::ptr::write_volatile(flag_ptr, 1) };
-    s2.synchronize().unwrap();
     assert!(
         to_vec(&s2, &dy).iter().all(|v| *v == 0.0),
         "the reverse ran once the stream was released"

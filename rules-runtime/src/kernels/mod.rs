@@ -31,6 +31,7 @@ fn real_kernel(dtype: Dtype) -> (&'static str, u64) {
 
 struct Loaded {
     ctx: Arc<CudaContext>,
+    empty: CudaFunction,
     /// (accumulate, accumulate_and_zero) for f32, f64, f16, bf16.
     functions: Vec<(&'static str, CudaFunction, CudaFunction)>,
 }
@@ -54,8 +55,12 @@ fn functions(ctx: &Arc<CudaContext>) -> Result<Arc<Loaded>> {
             .map_err(driver("cuModuleGetFunction"))?;
         functions.push((name, acc, fused));
     }
+    let empty = module
+        .load_function("empty_kernel")
+        .map_err(driver("cuModuleGetFunction"))?;
     let loaded = Arc::new(Loaded {
         ctx: ctx.clone(),
+        empty,
         functions,
     });
     cache.push(loaded.clone());
@@ -99,6 +104,21 @@ pub unsafe fn accumulate(
     launch.arg(&acc).arg(&src).arg(&reals_n);
     // SAFETY: the kernel's parameters are (ptr, ptr, u64), matching the arguments above.
     unsafe { launch.launch(cfg) }.map_err(driver("cuLaunchKernel (shadow kernel)"))?;
+    Ok(())
+}
+
+/// Launches a kernel that does nothing (one block of one thread): the launch-overhead ceiling
+/// that benchmarks compare small accumulations with.
+pub fn empty_launch(stream: &CudaStream) -> Result<()> {
+    let loaded = functions(stream.context())?;
+    let cfg = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the kernel takes no parameters.
+    unsafe { stream.launch_builder(&loaded.empty).launch(cfg) }
+        .map_err(driver("cuLaunchKernel (empty)"))?;
     Ok(())
 }
 
