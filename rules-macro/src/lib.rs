@@ -1,13 +1,19 @@
 //! The `#[derivative_rule]` attribute. Use it through `rules-runtime`, which re-exports it.
 //!
 //! The work is staged, each stage on `proc_macro2` tokens so it is unit-testable:
-//! [`parse`] (attribute and function → `Rule`), [`check`] (semantic checks, all errors gathered),
-//! [`expand`] (generated rules). [`errors`] collects the problems.
+//! [`args`] and [`parse`] (attribute and function → `Rule`), [`check`] (semantic checks, all
+//! errors gathered), [`expand`] (generated rules). [`errors`] collects the problems; [`types`]
+//! reads what can be read from a type's tokens.
 
+mod args;
 mod check;
+mod docs;
 mod errors;
 mod expand;
 mod parse;
+#[cfg(test)]
+mod tests;
+mod types;
 
 use proc_macro::TokenStream;
 
@@ -27,6 +33,10 @@ use proc_macro::TokenStream;
 ///   shadow work after the copy on that stream.
 /// - Options: `crate = path` (a renamed runtime), `forward = name`, `augmented_primal = name`,
 ///   `reverse = name`.
+///
+/// Every misuse is a compile error at the token at fault, all of them in one compile (the
+/// catalogue is `ui-tests/compile_fail`). On error the function is still emitted, with stand-ins
+/// for the three generated functions, so the rest of the crate reports nothing more.
 #[proc_macro_attribute]
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::derivative_rule(attr.into(), item.into()).into()

@@ -1,62 +1,50 @@
-//! Stage 1: parse the attribute arguments and the function into a [`Rule`], stripping the role
-//! attributes (`#[dst]`, `#[src]`, ...) from the parameters. Syntax errors are recorded in the
-//! [`Ctxt`]; semantic checks are the next stage's ([`crate::check`]).
+//! Stage 1b: the annotated function. Reads each parameter's role and strips the role attributes
+//! (`#[dst]`, `#[src]`, ...) before the function is re-emitted, as pyo3 does with `#[pyo3]`.
+//! Syntax errors are recorded in the [`Ctxt`], each at the token at fault; semantic checks are the
+//! next stage's ([`crate::check`]).
 
-use crate::errors::{Ctxt, did_you_mean};
-use proc_macro2::{Span, TokenStream};
-use quote::format_ident;
-use syn::parse::Parser;
-use syn::spanned::Spanned;
-use syn::{Attribute, FnArg, Ident, ItemFn, Meta, Pat, Path, Type};
+use crate::args::RuleArgs;
+use crate::errors::{Ctxt, closest};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident};
+use syn::{Attribute, FnArg, ForeignItemFn, Ident, ItemFn, Meta, Pat, TraitItemFn, Type};
 
-/// The rule kinds the attribute knows.
-pub const RULE_KINDS: &[&str] = &[COPY];
-/// `#[derivative_rule(copy)]`: `dst ← src`.
-pub const COPY: &str = "copy";
-/// Future kinds, named so that the error can say they are not available yet.
-pub const PLANNED_KINDS: &[&str] = &[
-    "memset",
-    "fill",
-    "copy2d",
-    "copy3d",
-    "broadcast",
-    "all_gather",
+/// Parameter role attributes, without `#[...]`.
+pub const ROLES: &[&str] = &[
+    ROLE_DST,
+    ROLE_SRC,
+    ROLE_LEN,
+    ROLE_DST_OFFSET,
+    ROLE_SRC_OFFSET,
+    ROLE_STREAM,
 ];
+/// `#[dst]`: the destination buffer or pointer.
+pub const ROLE_DST: &str = "dst";
+/// `#[src]`: the source buffer or pointer.
+pub const ROLE_SRC: &str = "src";
+/// `#[len]`: the element count of a pointer copy.
+pub const ROLE_LEN: &str = "len";
+/// `#[dst_offset]`: the destination offset of a pointer copy.
+pub const ROLE_DST_OFFSET: &str = "dst_offset";
+/// `#[src_offset]`: the source offset of a pointer copy.
+pub const ROLE_SRC_OFFSET: &str = "src_offset";
+/// `#[stream]`: the CUDA stream the copy runs on.
+pub const ROLE_STREAM: &str = "stream";
 
-/// `crate = path`: where the runtime is, for users who renamed it.
-pub const CRATE: &str = "crate";
-/// `dst = kind`: the memory kind a raw destination pointer points into.
-pub const DST: &str = "dst";
-/// `src = kind`: the memory kind a raw source pointer points into.
-pub const SRC: &str = "src";
-/// `forward = name`: the forward rule's name.
-pub const FORWARD: &str = "forward";
-/// `augmented_primal = name`: the augmented primal's name.
-pub const AUGMENTED_PRIMAL: &str = "augmented_primal";
-/// `reverse = name`: the reverse rule's name.
-pub const REVERSE: &str = "reverse";
-/// Every `key = value` argument.
-pub const ARG_KEYS: &[&str] = &[CRATE, DST, SRC, FORWARD, AUGMENTED_PRIMAL, REVERSE];
-
-/// Memory kinds a raw pointer can declare.
-pub const MEMORY_KINDS: &[&str] = &["host", "pinned", "device", "unified"];
-
-/// Parameter role attributes.
-pub const ROLES: &[&str] = &["dst", "src", "len", "dst_offset", "src_offset", "stream"];
-/// Attribute names that are likely meant as roles, with the role they mean.
-const ROLE_SYNONYMS: &[(&str, &str)] = &[
-    ("dest", "dst"),
-    ("destination", "dst"),
-    ("out", "dst"),
-    ("output", "dst"),
-    ("to", "dst"),
-    ("source", "src"),
-    ("input", "src"),
-    ("from", "src"),
-    ("length", "len"),
-    ("count", "len"),
-    ("n", "len"),
-    ("offset", "dst_offset` or `#[src_offset"),
+/// Attribute names that are likely meant as roles, with the role they mean (`None`: ambiguous).
+const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
+    ("dest", Some(Role::Dst)),
+    ("destination", Some(Role::Dst)),
+    ("out", Some(Role::Dst)),
+    ("output", Some(Role::Dst)),
+    ("to", Some(Role::Dst)),
+    ("source", Some(Role::Src)),
+    ("input", Some(Role::Src)),
+    ("from", Some(Role::Src)),
+    ("length", Some(Role::Len)),
+    ("count", Some(Role::Len)),
+    ("n", Some(Role::Len)),
+    ("offset", None),
 ];
 
 /// The role of a parameter.
@@ -77,14 +65,14 @@ pub enum Role {
 }
 
 impl Role {
-    fn from_name(name: &str) -> Option<Role> {
+    pub fn from_name(name: &str) -> Option<Role> {
         Some(match name {
-            "dst" => Role::Dst,
-            "src" => Role::Src,
-            "len" => Role::Len,
-            "dst_offset" => Role::DstOffset,
-            "src_offset" => Role::SrcOffset,
-            "stream" => Role::Stream,
+            ROLE_DST => Role::Dst,
+            ROLE_SRC => Role::Src,
+            ROLE_LEN => Role::Len,
+            ROLE_DST_OFFSET => Role::DstOffset,
+            ROLE_SRC_OFFSET => Role::SrcOffset,
+            ROLE_STREAM => Role::Stream,
             _ => return None,
         })
     }
@@ -100,38 +88,26 @@ impl Role {
             Role::Stream => "#[stream]",
         }
     }
+
+    /// What the role's parameter is, in words.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Role::Dst => "destination",
+            Role::Src => "source",
+            Role::Len => "length",
+            Role::DstOffset => "destination offset",
+            Role::SrcOffset => "source offset",
+            Role::Stream => "stream",
+        }
+    }
 }
 
-/// A memory kind named in the attribute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemKind {
-    /// Pageable host memory.
-    Host,
-    /// Pinned host memory.
-    Pinned,
-    /// Device memory.
-    Device,
-    /// Unified memory.
-    Unified,
-}
-
-/// The parsed attribute arguments.
-#[derive(Default)]
-pub struct RuleArgs {
-    /// The rule kind and where it was written.
-    pub kind: Option<Ident>,
-    /// `crate = path`.
-    pub krate: Option<Path>,
-    /// `dst = kind`.
-    pub dst_kind: Option<(MemKind, Span)>,
-    /// `src = kind`.
-    pub src_kind: Option<(MemKind, Span)>,
-    /// `forward = name`.
-    pub forward: Option<Ident>,
-    /// `augmented_primal = name`.
-    pub augmented_primal: Option<Ident>,
-    /// `reverse = name`.
-    pub reverse: Option<Ident>,
+/// A role attribute on a parameter.
+pub struct RoleAttr {
+    /// The role.
+    pub role: Role,
+    /// The attribute's tokens, for errors.
+    pub attr: TokenStream,
 }
 
 /// One function parameter, with its role.
@@ -140,12 +116,24 @@ pub struct Param {
     pub name: Ident,
     /// Its type.
     pub ty: Type,
-    /// Its role and the role attribute's span, if it has one.
-    pub role: Option<(Role, Span)>,
+    /// Its role, if it has one.
+    pub role: Option<RoleAttr>,
     /// Whether this is a `self` receiver.
     pub receiver: bool,
-    /// The whole parameter's span.
-    pub span: Span,
+    /// The whole parameter's tokens (role attributes stripped), for errors.
+    pub tokens: TokenStream,
+}
+
+impl Param {
+    /// Whether the parameter is marked with `role`.
+    pub fn has_role(&self, role: Role) -> bool {
+        self.role.as_ref().is_some_and(|r| r.role == role)
+    }
+
+    /// The tokens of its role attribute, or of the whole parameter.
+    pub fn role_tokens(&self) -> &TokenStream {
+        self.role.as_ref().map_or(&self.tokens, |r| &r.attr)
+    }
 }
 
 /// A parsed rule: the arguments, the function (role attributes stripped) and its parameters.
@@ -156,271 +144,225 @@ pub struct Rule {
     pub func: ItemFn,
     /// Its parameters in order.
     pub params: Vec<Param>,
+    /// Roles written but not given to any parameter (a second role on one parameter, a role on
+    /// `self`): already reported, so "no `#[src]` parameter" would only repeat the problem.
+    pub dropped_roles: Vec<Role>,
 }
 
-/// Parses the attribute's arguments, recording every problem in `cx`.
-pub fn parse_args(cx: &Ctxt, attr: TokenStream) -> RuleArgs {
-    let mut args = RuleArgs::default();
-    let parser = syn::meta::parser(|meta| {
-        let path = &meta.path;
-        let name = match path.get_ident() {
-            Some(id) => id.to_string(),
-            None if path.segments.len() == 1 && path.leading_colon.is_none() => {
-                path.segments[0].ident.to_string()
-            }
-            None => {
-                cx.error_spanned_by(path, "expected a rule kind (`copy`) or `key = value`");
-                return skip_value(&meta);
-            }
-        };
-        if !meta.input.peek(syn::Token![=]) {
-            if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
-                cx.error_spanned_by(
-                    path,
-                    format!(
-                        "malformed argument `{name}`: write `{name}` alone or `{name} = value`"
-                    ),
-                );
-                // Swallow the rest of this argument so later ones are still read.
-                let _ = meta.input.step(|c| {
-                    let mut rest = *c;
-                    while let Some((_, next)) = rest.token_tree() {
-                        if next.punct().is_some_and(|(p, _)| p.as_char() == ',') {
-                            return Ok(((), next));
-                        }
-                        rest = next;
-                    }
-                    Ok(((), rest))
-                });
-                return Ok(());
-            }
-            return parse_kind(cx, &mut args, path, &name);
-        }
-        match name.as_str() {
-            CRATE => {
-                let value = meta.value()?;
-                let krate: Path = if value.peek(syn::LitStr) {
-                    value.parse::<syn::LitStr>()?.parse()?
-                } else {
-                    Path::parse_mod_style(value)?
-                };
-                set_once(cx, &mut args.krate, krate, path, CRATE);
-            }
-            DST | SRC => {
-                let value: Ident = meta.value()?.parse()?;
-                let kind = match value.to_string().as_str() {
-                    "host" => MemKind::Host,
-                    "pinned" => MemKind::Pinned,
-                    "device" => MemKind::Device,
-                    "unified" => MemKind::Unified,
-                    other => {
-                        cx.error_spanned_by(
-                            &value,
-                            format!(
-                                "unknown memory kind `{other}`: expected one of `host`, `pinned`, `device`, `unified`{}",
-                                did_you_mean(other, MEMORY_KINDS)
-                            ),
-                        );
-                        return Ok(());
-                    }
-                };
-                let slot = if name == DST {
-                    &mut args.dst_kind
-                } else {
-                    &mut args.src_kind
-                };
-                set_once(cx, slot, (kind, value.span()), path, &name);
-            }
-            FORWARD | AUGMENTED_PRIMAL | REVERSE => {
-                let value: Ident = meta.value()?.parse()?;
-                let slot = match name.as_str() {
-                    FORWARD => &mut args.forward,
-                    AUGMENTED_PRIMAL => &mut args.augmented_primal,
-                    _ => &mut args.reverse,
-                };
-                set_once(cx, slot, value, path, &name);
-            }
-            _ => {
-                cx.error_spanned_by(
-                    path,
-                    format!(
-                        "unknown argument `{name}`: expected one of {}{}",
-                        ARG_KEYS
-                            .iter()
-                            .map(|k| format!("`{k}`"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        did_you_mean(&name, ARG_KEYS)
-                    ),
-                );
-                return skip_value(&meta);
-            }
-        }
-        Ok(())
-    });
-    if let Err(e) = parser.parse2(attr) {
-        cx.syn_error(e);
+impl Rule {
+    /// Indices of the parameters marked with `role`.
+    pub fn with_role(&self, role: Role) -> Vec<usize> {
+        (0..self.params.len())
+            .filter(|&i| self.params[i].has_role(role))
+            .collect()
     }
-    args
 }
 
-fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, path: &Path, name: &str) -> syn::Result<()> {
-    let ident = path.segments[0].ident.clone();
-    if let Some(first) = &args.kind {
-        cx.error_spanned_by(
-            path,
-            format!("a rule has one kind, and `{first}` was already given"),
-        );
-    } else if RULE_KINDS.contains(&name) {
-        args.kind = Some(ident);
-    } else if PLANNED_KINDS.contains(&name) {
-        cx.error_spanned_by(
-            path,
-            format!("the rule kind `{name}` is not supported yet; supported kinds: `copy`"),
-        );
-        args.kind = Some(ident);
-    } else if ARG_KEYS.contains(&name) {
-        cx.error_spanned_by(
-            path,
-            format!("`{name}` needs a value: write `{name} = ...`"),
-        );
-    } else {
-        cx.error_spanned_by(
-            path,
-            format!(
-                "unknown rule kind `{name}`: supported kinds: `copy`{}",
-                did_you_mean(name, RULE_KINDS)
-            ),
-        );
-        args.kind = Some(ident);
-    }
-    Ok(())
-}
-
-fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
-        meta.input.parse::<proc_macro2::TokenTree>()?;
-    }
-    Ok(())
-}
-
-fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, value: T, at: &Path, name: &str) {
-    if slot.is_some() {
-        cx.error_spanned_by(at, format!("`{name}` is given twice; keep one"));
-    } else {
-        *slot = Some(value);
-    }
+/// What the annotated item turned out to be.
+pub enum Item {
+    /// A function: a rule to check and expand.
+    Rule(Box<Rule>),
+    /// Something else (error recorded): these tokens are re-emitted as they are, role attributes
+    /// stripped, so the rest of the crate keeps compiling.
+    Other(TokenStream),
 }
 
 /// Parses the annotated item as a function and reads its parameters' roles, stripping the role
-/// attributes. Returns `None` (with an error recorded) when the item is not a function.
-pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Option<Rule> {
+/// attributes. Anything else is reported and handed back to be re-emitted.
+pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
     let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
-        Err(_) => {
-            let at = item
-                .into_iter()
-                .find(|t| !matches!(t, proc_macro2::TokenTree::Punct(_)));
-            let span = at.map_or_else(Span::call_site, |t| t.span());
-            cx.error_at(
-                span,
-                "`#[derivative_rule]` goes on a function: the copy primitive whose derivative you want",
-            );
-            return None;
-        }
+        Err(_) => return not_a_function(cx, item),
     };
+    let mut dropped_roles = Vec::new();
     let mut params = Vec::new();
     for (i, arg) in func.sig.inputs.iter_mut().enumerate() {
-        let span = arg.span();
+        let role = match arg {
+            FnArg::Receiver(r) => take_roles(cx, &mut r.attrs, &mut dropped_roles),
+            FnArg::Typed(pt) => take_roles(cx, &mut pt.attrs, &mut dropped_roles),
+        };
+        let tokens = arg.to_token_stream();
         match arg {
             FnArg::Receiver(r) => {
-                let role = take_roles(cx, &mut r.attrs);
+                if let Some(role) = &role {
+                    dropped_roles.push(role.role);
+                }
                 params.push(Param {
                     name: Ident::new("self", r.self_token.span),
                     ty: syn::parse_quote!(Self),
                     role,
                     receiver: true,
-                    span,
+                    tokens,
                 });
             }
             FnArg::Typed(pt) => {
-                let role = take_roles(cx, &mut pt.attrs);
                 let name = match &*pt.pat {
                     Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
-                    other => format_ident!("__arg{}", i, span = other.span()),
+                    other => {
+                        let span = other.to_token_stream().into_iter().next().map(|t| t.span());
+                        format_ident!("__arg{}", i, span = span.unwrap_or_else(Span::call_site))
+                    }
                 };
                 params.push(Param {
                     name,
                     ty: (*pt.ty).clone(),
                     role,
                     receiver: false,
-                    span,
+                    tokens,
                 });
             }
         }
     }
-    Some(Rule { args, func, params })
+    Item::Rule(Box::new(Rule {
+        args,
+        func,
+        params,
+        dropped_roles,
+    }))
 }
 
+/// The attribute is on something that is not a function with a body: say what it needs, and hand
+/// the item back with role attributes stripped (rustc would call them unknown attributes).
+fn not_a_function(cx: &Ctxt, item: TokenStream) -> Item {
+    let scratch = Ctxt::new();
+    let mut dropped = Vec::new();
+    let mut strip = |sig: &mut syn::Signature| {
+        for arg in &mut sig.inputs {
+            match arg {
+                FnArg::Receiver(r) => {
+                    let _ = take_roles(&scratch, &mut r.attrs, &mut dropped);
+                }
+                FnArg::Typed(pt) => {
+                    let _ = take_roles(&scratch, &mut pt.attrs, &mut dropped);
+                }
+            }
+        }
+    };
+    let signature = if let Ok(mut f) = syn::parse2::<ForeignItemFn>(item.clone()) {
+        let sig = f.sig.clone();
+        strip(&mut f.sig);
+        Some((sig, f.into_token_stream()))
+    } else if let Ok(mut f) = syn::parse2::<TraitItemFn>(item.clone()) {
+        let sig = f.sig.clone();
+        strip(&mut f.sig);
+        Some((sig, f.into_token_stream()))
+    } else {
+        None
+    };
+    let _ = scratch.into_compile_errors(); // only `cx`'s error is reported
+    let Some((sig, stripped)) = signature else {
+        let at = item
+            .clone()
+            .into_iter()
+            .find(|t| !matches!(t, TokenTree::Punct(_) | TokenTree::Group(_)));
+        let span = at.map_or_else(Span::call_site, |t| t.span());
+        cx.error_at(
+            span,
+            "`#[derivative_rule]` goes on a function: the copy primitive whose derivative you want, e.g. `fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32])`",
+        );
+        return Item::Other(item);
+    };
+    if let Some(v) = &sig.variadic {
+        cx.error_spanned_by(v.dots, VARIADIC_MESSAGE);
+    } else {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!(
+                "`#[derivative_rule]` needs the function's body, and `{}` has none: write a Rust function that calls it, and put the attribute there",
+                sig.ident
+            ),
+        );
+    }
+    Item::Other(stripped)
+}
+
+/// The error for C-variadic functions (shared with [`crate::check`]).
+pub const VARIADIC_MESSAGE: &str = "variadic functions cannot have derivative rules: the rule must know every argument; wrap the call in a function with fixed parameters";
+
 /// Removes role attributes from `attrs`, returning the role; reports repeated roles, roles with
-/// arguments, and unknown attributes that look like misspelled roles.
-fn take_roles(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Option<(Role, Span)> {
-    let mut role: Option<(Role, Span)> = None;
+/// arguments, and unknown attributes that look like misspelled roles (taking the role they most
+/// likely mean, so that no "missing `#[dst]`" follows).
+fn take_roles(cx: &Ctxt, attrs: &mut Vec<Attribute>, dropped: &mut Vec<Role>) -> Option<RoleAttr> {
+    let mut role: Option<RoleAttr> = None;
     attrs.retain(|attr| {
-        let Some(ident) = attr.path().get_ident() else {
+        let Mark::Role(found) = read_role(cx, attr) else {
             return true;
         };
-        let name = ident.to_string();
-        match Role::from_name(&name) {
-            Some(r) => {
-                if !matches!(attr.meta, Meta::Path(_)) {
-                    cx.error_spanned_by(attr, format!("`#[{name}]` takes no arguments"));
-                }
-                match role {
-                    Some((prev, _)) if prev == r => cx.error_spanned_by(
-                        attr,
-                        format!("`#[{name}]` is repeated on this parameter"),
-                    ),
-                    Some((prev, _)) => cx.error_spanned_by(
-                        attr,
-                        format!(
-                            "a parameter has one role, and this one is already `{}`",
-                            prev.attr()
-                        ),
-                    ),
-                    None => role = Some((r, attr.span())),
-                }
-                false
+        let Some(r) = found else { return false };
+        match &role {
+            Some(prev) if prev.role == r => {
+                cx.error_spanned_by(
+                    attr,
+                    format!("`{}` is repeated on this parameter; keep one", r.attr()),
+                );
             }
-            None => {
-                let suggestion = ROLE_SYNONYMS
-                    .iter()
-                    .find(|(s, _)| *s == name)
-                    .map(|(_, r)| format!("; did you mean `#[{r}]`?"))
-                    .unwrap_or_else(|| {
-                        crate::errors::closest(&name, ROLES)
-                            .map(|r| format!("; did you mean `#[{r}]`?"))
-                            .unwrap_or_default()
-                    });
-                if suggestion.is_empty() {
-                    return true; // someone else's attribute (`#[cfg]`, ...): leave it to rustc
-                }
+            Some(prev) => {
                 cx.error_spanned_by(
                     attr,
                     format!(
-                        "unknown parameter attribute `#[{name}]`: roles are {}{suggestion}",
-                        ROLES
-                            .iter()
-                            .map(|r| format!("`#[{r}]`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "a parameter has one role, and this one is already `{}`: put `{}` on the {} parameter",
+                        prev.role.attr(),
+                        r.attr(),
+                        r.noun()
                     ),
                 );
-                false
+                dropped.push(r);
+            }
+            None => {
+                role = Some(RoleAttr {
+                    role: r,
+                    attr: attr.to_token_stream(),
+                });
             }
         }
+        false
     });
     role
+}
+
+/// What a parameter attribute is to the macro.
+enum Mark {
+    /// Someone else's attribute (`#[cfg]`, ...): kept.
+    Foreign,
+    /// A role, or a misspelled one (reported) read as the role it most likely means; removed.
+    Role(Option<Role>),
+}
+
+/// Reads one attribute on a parameter.
+fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
+    let Some(ident) = attr.path().get_ident() else {
+        return Mark::Foreign;
+    };
+    let name = ident.to_string();
+    if let Some(r) = Role::from_name(&name) {
+        if !matches!(attr.meta, Meta::Path(_)) {
+            cx.error_spanned_by(
+                attr,
+                format!("`#[{name}]` takes no arguments: write `#[{name}]`"),
+            );
+        }
+        return Mark::Role(Some(r));
+    }
+    let (meant, hint) = match ROLE_SYNONYMS.iter().find(|(s, _)| *s == name) {
+        Some((_, Some(r))) => (Some(*r), format!("; did you mean `{}`?", r.attr())),
+        Some((_, None)) => (
+            None,
+            "; did you mean `#[dst_offset]` or `#[src_offset]`?".to_string(),
+        ),
+        None => {
+            let Some(r) = closest(&name, ROLES) else {
+                return Mark::Foreign;
+            };
+            (Role::from_name(r), format!("; did you mean `#[{r}]`?"))
+        }
+    };
+    let roles: Vec<String> = ROLES.iter().map(|r| format!("`#[{r}]`")).collect();
+    cx.error_spanned_by(
+        attr,
+        format!(
+            "unknown parameter attribute `#[{name}]`: roles are {}{hint}",
+            roles.join(", ")
+        ),
+    );
+    Mark::Role(meant)
 }

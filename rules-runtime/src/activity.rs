@@ -69,7 +69,7 @@ pub struct Lanes<const N: usize>;
 
 /// Proof, at compile time, that `dst` and `src` have the same batch width.
 #[diagnostic::on_unimplemented(
-    message = "the batch widths of `dst` and `src` differ: `{Self}` against `{Other}`",
+    message = "the batch widths of `dst` and `src` differ: `{Self}` for `dst` against `{Other}` for `src`",
     label = "`dst` and `src` must have the same number of shadows",
     note = "give both arguments the same width N (e.g. `Duplicated::batch(x, [dx1, dx2, dx3])` on both), or make one of them `Const`"
 )]
@@ -80,6 +80,10 @@ impl<const N: usize> SameWidth<Lanes<N>> for AnyWidth {}
 impl SameWidth<AnyWidth> for AnyWidth {}
 
 /// What every activity says about itself.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an activity: a generated rule takes its buffers wrapped in `Const`, `Duplicated` or `DuplicatedOnly`",
+    label = "wrap this argument, e.g. `Const(&x)` or `Duplicated::new(&x, &mut dx)`"
+)]
 pub trait Activity {
     /// [`AnyWidth`] or [`Lanes<N>`].
     type Width;

@@ -76,10 +76,11 @@ pub mod __private {
     pub trait PassThrough: Copy {}
     impl<T: Copy> PassThrough for T {}
 
-    /// Used by generated code to place a trait bound at an argument's span.
-    pub const fn assert_pass_through<T: PassThrough>() {}
-    /// Used by generated code to place a trait bound at an argument's span.
-    pub const fn assert_differentiable<T: Differentiable>() {}
-    /// Used by generated code to place a trait bound at an argument's span.
-    pub const fn assert_shadow_memory<T: ShadowMemory + ?Sized>() {}
+    /// A copy of a pass-through argument for one call of the primal. Generated code calls it at
+    /// the argument's type, so a type that is not `Copy` is reported there (and only there: the
+    /// argument is borrowed, never moved out of the closure).
+    #[inline]
+    pub fn pass_through<T: PassThrough>(arg: &T) -> T {
+        *arg
+    }
 }

@@ -1,1 +1,133 @@
-//! UI tests live in tests/ui.rs.
+//! Compile-time checking of `#[derivative_rule]`: the misuse catalogue lives in `compile_fail/`
+//! and `pass/` (run by `tests/ui.rs`). This library is the lint check: rules written several ways
+//! in an ordinary crate that denies strict rustc lints and warns on every pedantic clippy lint, so
+//! that `cargo clippy -p ui-tests -- -D warnings` shows that the generated code adds none.
+#![deny(missing_docs, unused_qualifications, unsafe_op_in_unsafe_fn)]
+#![deny(unused, nonstandard_style, rust_2018_idioms, unreachable_pub)]
+#![deny(
+    single_use_lifetimes,
+    unused_lifetimes,
+    trivial_casts,
+    trivial_numeric_casts
+)]
+#![warn(clippy::pedantic)]
+
+use half::f16;
+use num_complex::Complex;
+use rules_runtime::{Differentiable, derivative_rule};
+use std::fmt;
+
+/// A slice copy.
+#[derivative_rule(copy)]
+pub fn copy_slice(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+/// A copy between arrays of complex numbers, under other names.
+#[derivative_rule(copy, forward = tangent, augmented_primal = record, reverse = adjoint)]
+pub fn copy_complex(#[dst] dst: &mut [Complex<f64>; 3], #[src] src: &[Complex<f64>; 3]) {
+    *dst = *src;
+}
+
+/// A generic copy between arrays.
+#[derivative_rule(copy)]
+pub fn copy_array<T: Differentiable, const N: usize>(#[dst] dst: &mut [T; N], #[src] src: &[T; N]) {
+    *dst = *src;
+}
+
+/// What can go wrong in [`copy_checked`].
+#[derive(Debug)]
+pub struct LengthError;
+
+impl fmt::Display for LengthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("lengths differ")
+    }
+}
+
+impl std::error::Error for LengthError {}
+
+/// A fallible copy with pass-through arguments.
+///
+/// # Errors
+/// [`LengthError`] when the lengths differ.
+#[derivative_rule(copy)]
+pub fn copy_checked(
+    #[dst] dst: &mut [f16],
+    #[src] src: &[f16],
+    calls: &mut usize,
+    label: &str,
+) -> Result<(), LengthError> {
+    *calls += 1;
+    if dst.len() != src.len() || label.is_empty() {
+        return Err(LengthError);
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// A pointer copy at offsets.
+///
+/// # Safety
+/// `src + from` and `dst + at` are valid for `n` elements.
+#[derivative_rule(copy, dst = host, src = pinned)]
+pub unsafe fn copy_raw(
+    #[dst] dst: *mut f64,
+    #[dst_offset] at: usize,
+    #[src] src: *const f64,
+    #[src_offset] from: usize,
+    #[len] n: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src.add(from), dst.add(at), n) }
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp, reason = "copies are exact")]
+mod tests {
+    use super::*;
+    use rules_runtime::{Const, Duplicated};
+
+    #[test]
+    fn the_generated_rules_run() {
+        let x = [1.0f32, 2.0];
+        let mut dx = [0.0f32; 2];
+        let (mut y, mut dy) = ([0.0f32; 2], [3.0f32; 2]);
+        copy_slice_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+        let tape = copy_slice_augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
+        copy_slice_reverse(
+            tape,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
+        assert_eq!((y, dx, dy), (x, [3.0; 2], [0.0; 2]));
+
+        let xc = [Complex::new(1.0, 2.0); 3];
+        let mut yc = [Complex::new(0.0, 0.0); 3];
+        tangent(Const(&mut yc), Const(&xc)).unwrap();
+        let tape = record(Const(&mut yc), Const(&xc)).unwrap();
+        adjoint(tape, Const(&mut yc), Const(&xc)).unwrap();
+        assert_eq!(yc, xc);
+
+        let mut ya = [0.0f64; 2];
+        copy_array_forward(Const(&mut ya), Const(&[1.0, 2.0])).unwrap();
+        assert_eq!(ya, [1.0, 2.0]);
+
+        let mut calls = 0;
+        let xh = [f16::ONE; 2];
+        let mut yh = [f16::ZERO; 2];
+        copy_checked_forward(Const(&mut yh[..]), Const(&xh[..]), &mut calls, "h").unwrap();
+        assert_eq!((yh, calls), (xh, 1));
+
+        let xr = [1.0f64, 2.0, 3.0];
+        let mut yr = [0.0f64; 3];
+        // SAFETY: both arrays hold 3 elements; 2 are copied at offsets 1.
+        unsafe { copy_raw_forward(Const(yr.as_mut_ptr()), 1, Const(xr.as_ptr()), 1, 2) }.unwrap();
+        assert_eq!(yr, [0.0, 2.0, 3.0]);
+    }
+}

@@ -1,0 +1,306 @@
+//! The buffer checks of stage 2: the shape a rule's `dst` and `src` give it (slice or pointer),
+//! and the rules of each shape (mutability, memory kinds, lengths and offsets, element types).
+
+use super::Shape;
+use crate::args::{MEMORY_KINDS, MemKind};
+use crate::errors::{Ctxt, one_of};
+use crate::parse::{Param, Role, Rule};
+use crate::types::{DIFFERENTIABLE, NOT_DIFFERENTIABLE, USIZE, elem_name, element_of, show};
+use proc_macro2::TokenStream;
+use syn::Type;
+
+/// The element types, as the messages list them.
+const ELEMENT_TYPES: &str = "`f32`, `f64`, `f16`, `bf16`, `Complex<f32>` or `Complex<f64>`";
+
+/// The buffers decide the rule's shape: both references (`&mut X` ← `&Y`) or both raw pointers
+/// (`*mut T` ← `*const T`). The rules of each shape are checked by its own function.
+pub fn check_buffers(cx: &Ctxt, rule: &Rule, dst: usize, src: usize) -> Option<Shape> {
+    let (d, s) = (&rule.params[dst], &rule.params[src]);
+    match (&d.ty, &s.ty) {
+        (Type::Reference(dr), Type::Reference(sr)) => {
+            Some(check_slice_rule(cx, rule, d, dr, s, sr))
+        }
+        (Type::Ptr(dp), Type::Ptr(sp)) => check_pointer_rule(cx, rule, d, dp, s, sp),
+        (dt, st) => {
+            check_by_value(cx, d, Role::Dst);
+            check_by_value(cx, s, Role::Src);
+            let is_buf = |t: &Type| matches!(t, Type::Reference(_) | Type::Ptr(_));
+            if is_buf(dt) && is_buf(st) {
+                let (want, write) = if let Type::Ptr(p) = dt {
+                    ("a raw pointer", format!("*const {}", show(&p.elem)))
+                } else {
+                    ("a reference", format!("&{}", show(element_target(st))))
+                };
+                cx.error_spanned_by(
+                    st,
+                    format!(
+                        "`#[dst]` is {want}, so `#[src]` must be one too: write `{write}`; a copy rule's buffers are both references or both raw pointers"
+                    ),
+                );
+            }
+            None
+        }
+    }
+}
+
+fn element_target(ty: &Type) -> &Type {
+    match ty {
+        Type::Ptr(p) => &p.elem,
+        Type::Reference(r) => &r.elem,
+        other => other,
+    }
+}
+
+/// A buffer taken by value is moved into the primal: its shadow cannot be written back, and the
+/// caller cannot read the result. Buffers are references or raw pointers.
+fn check_by_value(cx: &Ctxt, p: &Param, wanted: Role) {
+    if matches!(p.ty, Type::Reference(_) | Type::Ptr(_)) {
+        return;
+    }
+    let write = match wanted {
+        Role::Dst => format!("&mut {}", show(&p.ty)),
+        _ => format!("&{}", show(&p.ty)),
+    };
+    cx.error_spanned_by(
+        &p.ty,
+        format!(
+            "the {} must be a reference or a raw pointer: write `{write}`; a buffer taken by value cannot receive its derivative",
+            wanted.noun()
+        ),
+    );
+}
+
+/// A slice-shaped rule (`&mut X` ← `&Y`): the destination writable, the source shared, no
+/// pointer-only roles or memory kinds (the buffer types say where they live), elements that
+/// carry a derivative and agree.
+fn check_slice_rule(
+    cx: &Ctxt,
+    rule: &Rule,
+    d: &Param,
+    dr: &syn::TypeReference,
+    s: &Param,
+    sr: &syn::TypeReference,
+) -> Shape {
+    if dr.mutability.is_none() {
+        cx.error_spanned_by(
+            &d.ty,
+            format!(
+                "the destination must be mutable: write `&mut {}`",
+                show(&dr.elem)
+            ),
+        );
+    }
+    if sr.mutability.is_some() {
+        cx.error_spanned_by(
+            &s.ty,
+            format!(
+                "the source is only read: take it by shared reference, `&{}`",
+                show(&sr.elem)
+            ),
+        );
+    }
+    for p in &rule.params {
+        if let Some(r) = &p.role
+            && matches!(r.role, Role::Len | Role::DstOffset | Role::SrcOffset)
+        {
+            cx.error_spanned_by(
+                &r.attr,
+                format!(
+                    "`{}` is for raw-pointer copies; a slice-shaped copy's buffers carry their own length: remove it, and slice the buffers at the call instead",
+                    r.role.attr()
+                ),
+            );
+        }
+    }
+    for (name, kind) in [("dst", &rule.args.dst_kind), ("src", &rule.args.src_kind)] {
+        if let Some((_, at)) = kind {
+            cx.error_spanned_by(
+                at,
+                format!(
+                    "`{name} = ...` declares where a raw pointer points, but `#[{name}]` is a reference, whose type already says where it lives: remove `{name} = ...`"
+                ),
+            );
+        }
+    }
+    check_elements(cx, element_of(&dr.elem), element_of(&sr.elem));
+    Shape::Slice {
+        dst: (*dr.elem).clone(),
+        src: (*sr.elem).clone(),
+    }
+}
+
+/// A pointer-shaped rule (`*mut T` ← `*const T`): mutability as for slices, the memory kinds
+/// declared, a `usize` length, elements that carry a derivative and agree.
+fn check_pointer_rule(
+    cx: &Ctxt,
+    rule: &Rule,
+    d: &Param,
+    dp: &syn::TypePtr,
+    s: &Param,
+    sp: &syn::TypePtr,
+) -> Option<Shape> {
+    if matches!(dp.mutability, syn::PointerMutability::Const(_)) {
+        cx.error_spanned_by(
+            &d.ty,
+            format!(
+                "the destination must be mutable: write `*mut {}`",
+                show(&dp.elem)
+            ),
+        );
+    }
+    if matches!(sp.mutability, syn::PointerMutability::Mut(_)) {
+        cx.error_spanned_by(
+            &s.ty,
+            format!(
+                "the source is only read: take it as `*const {}`",
+                show(&sp.elem)
+            ),
+        );
+    }
+    let dst_kind = check_declared_kind(cx, rule.args.dst_kind.as_ref(), d, "dst");
+    let src_kind = check_declared_kind(cx, rule.args.src_kind.as_ref(), s, "src");
+    check_elements(cx, Some(&dp.elem), Some(&sp.elem));
+    let len = check_extent(cx, rule, Role::Len);
+    let dst_offset = check_extent(cx, rule, Role::DstOffset);
+    let src_offset = check_extent(cx, rule, Role::SrcOffset);
+    if len.is_none() {
+        let unmarked: Vec<&Param> = rule
+            .params
+            .iter()
+            .filter(|p| {
+                p.role.is_none() && matches!(&p.ty, Type::Path(t) if t.path.is_ident(USIZE))
+            })
+            .collect();
+        match unmarked.as_slice() {
+            [p] => cx.error_spanned_by(
+                &p.tokens,
+                format!(
+                    "a raw-pointer copy needs its element count: if `{n}` is the count, write `#[len] {n}: usize`",
+                    n = p.name
+                ),
+            ),
+            _ => cx.error_spanned_by(
+                &rule.func.sig.ident,
+                "a raw-pointer copy needs its element count: add a `usize` parameter marked `#[len]`, e.g. `#[len] n: usize`",
+            ),
+        }
+    }
+    Some(Shape::Pointer {
+        elem: (*dp.elem).clone(),
+        dst_kind: dst_kind?,
+        src_kind: src_kind?,
+        len: len?,
+        dst_offset,
+        src_offset,
+    })
+}
+
+/// A raw pointer cannot say whether it points at host or device memory, so the attribute must.
+fn check_declared_kind(
+    cx: &Ctxt,
+    kind: Option<&(Option<MemKind>, TokenStream)>,
+    p: &Param,
+    name: &str,
+) -> Option<MemKind> {
+    if let Some((kind, _)) = kind {
+        return *kind; // `None`: misspelled, already reported
+    }
+    cx.error_spanned_by(
+        &p.ty,
+        format!(
+            "a raw pointer cannot say where it points: declare its memory kind in the attribute, e.g. `#[derivative_rule(copy, {name} = host)]` ({})",
+            one_of(MEMORY_KINDS)
+        ),
+    );
+    None
+}
+
+/// Offsets and lengths count elements: one of each at most, of type `usize`.
+fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
+    let marked = rule.with_role(wanted);
+    for &i in marked.iter().skip(1) {
+        cx.error_spanned_by(
+            rule.params[i].role_tokens(),
+            format!(
+                "`{}` is given twice: a copy has one {}; keep one",
+                wanted.attr(),
+                wanted.noun()
+            ),
+        );
+    }
+    let i = *marked.first()?;
+    let ty = &rule.params[i].ty;
+    if !matches!(ty, Type::Path(p) if p.path.is_ident(USIZE)) {
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "`{}` counts elements: its type must be `usize`, not `{}`",
+                wanted.attr(),
+                show(ty)
+            ),
+        );
+    }
+    Some(i)
+}
+
+/// What the macro knows about an element type by its name.
+enum Elem {
+    /// Differentiable, under this canonical name.
+    Known(&'static str),
+    /// Certainly not differentiable (already reported).
+    Refused(String),
+    /// Opaque to the macro (a generic, an alias, a user type): a bound decides.
+    Unknown,
+}
+
+/// Non-differentiable elements are refused when the rule is written, not halfway through a
+/// reverse pass (the seed's gap); and a copy moves elements unchanged, so `dst` and `src` hold the
+/// same element type. Elements the macro cannot name are left to `Differentiable` bounds.
+fn check_elements(cx: &Ctxt, dst: Option<&Type>, src: Option<&Type>) {
+    let d = dst.map(|t| classify_elem(cx, t, None));
+    let already = match &d {
+        Some(Elem::Refused(n)) => Some(n.clone()),
+        _ => None,
+    };
+    let s = src.map(|t| classify_elem(cx, t, already.as_deref()));
+    if let (Some(Elem::Known(dn)), Some(Elem::Known(sn)), Some(st)) = (&d, &s, src)
+        && dn != sn
+    {
+        cx.error_spanned_by(
+            st,
+            format!(
+                "element types differ: `#[dst]` holds `{dn}` but `#[src]` holds `{sn}`; a copy cannot convert, so make them the same (convert in a separate step, outside the rule)"
+            ),
+        );
+    }
+}
+
+/// Classifies one element type, reporting the ones that are certainly not differentiable (unless
+/// the same name was just reported for the other buffer).
+fn classify_elem(cx: &Ctxt, elem: &Type, already: Option<&str>) -> Elem {
+    let Some(name) = elem_name(elem) else {
+        return Elem::Unknown;
+    };
+    let canonical = name.as_str();
+    if let Some(k) = DIFFERENTIABLE.iter().find(|k| **k == canonical) {
+        return Elem::Known(k);
+    }
+    let refused = NOT_DIFFERENTIABLE.contains(&canonical) || canonical.starts_with("Complex<");
+    if !refused {
+        return Elem::Unknown;
+    }
+    if already != Some(canonical) {
+        let advice = if canonical.starts_with("Complex<") {
+            "complex elements must be `Complex<f32>` or `Complex<f64>`".to_string()
+        } else {
+            format!(
+                "derivative rules need {ELEMENT_TYPES}; integers, booleans and text carry no derivative, so copy them with a plain function, without `#[derivative_rule]`"
+            )
+        };
+        cx.error_spanned_by(
+            elem,
+            format!("`{canonical}` is not a differentiable element type: {advice}"),
+        );
+    }
+    Elem::Refused(canonical.to_string())
+}

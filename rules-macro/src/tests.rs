@@ -1,0 +1,547 @@
+//! Tests of the stages on `proc_macro2` tokens, without a compiler: what the expansion contains,
+//! and property tests that the macro never panics, whatever it is given.
+
+use crate::args::parse_args;
+use crate::check::check;
+use crate::errors::Ctxt;
+use crate::expand::derivative_rule;
+use crate::parse::{Item, parse_fn};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
+use proptest::prelude::*;
+
+fn expand(attr: &str, item: &str) -> String {
+    derivative_rule(attr.parse().unwrap(), item.parse().unwrap()).to_string()
+}
+
+/// The number of `compile_error!` invocations in an expansion.
+fn errors(out: &str) -> usize {
+    out.matches("compile_error").count()
+}
+
+#[test]
+fn a_good_rule_expands_to_three_functions_and_no_error() {
+    let out = expand(
+        "copy",
+        "pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32]) { dst.copy_from_slice(src) }",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for name in [
+        "fn copy_into (",
+        "fn copy_into_forward",
+        "fn copy_into_augmented_primal",
+        "fn copy_into_reverse",
+    ] {
+        assert!(out.contains(name), "missing {name} in {out}");
+    }
+    // Role attributes are stripped from the re-emitted function.
+    assert!(
+        !out.contains("# [dst]") && !out.contains("# [src]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_renamed_runtime_is_the_only_runtime_path() {
+    let out = expand(
+        "copy, crate = rt",
+        "fn f(#[dst] d: &mut Vec<T>, #[src] s: &[T], x: usize) -> Result<(), E> { Ok(()) }",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains("rt :: __private"), "{out}");
+    assert!(!out.contains("rules_runtime"), "{out}");
+    let out = expand(
+        "copy, crate = rt, dst = host, src = unified",
+        "unsafe fn f(#[dst] d: *mut T, #[src] s: *const T, #[len] n: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(!out.contains("rules_runtime"), "{out}");
+}
+
+#[test]
+fn every_problem_is_reported_in_one_pass() {
+    let out = expand(
+        "copy, forwrd = f, dst = gpu",
+        "async fn f(#[dest] d: &[i32], #[src] s: &mut [f32], #[len] n: usize) -> usize { n }",
+    );
+    // forwrd, gpu, async, return type, immutable dst, mutable src, #[dest], #[len], i32, dst = .
+    assert!(errors(&out) >= 8, "{} errors in {out}", errors(&out));
+}
+
+#[test]
+fn on_error_the_function_and_stubs_are_still_emitted() {
+    let out = expand(
+        "copy",
+        "fn copy_into(#[dst] dst: &[f32], #[src] src: &[f32]) {}",
+    );
+    assert_eq!(errors(&out), 1, "{out}");
+    assert!(out.contains("fn copy_into ("), "{out}");
+    for stub in [
+        "fn copy_into_forward",
+        "fn copy_into_augmented_primal",
+        "fn copy_into_reverse",
+    ] {
+        assert!(out.contains(stub), "missing stub {stub} in {out}");
+    }
+    // Something that is not a function comes back unchanged, with the error.
+    let out = expand("copy", "struct S { x: f32 }");
+    assert_eq!(errors(&out), 1, "{out}");
+    assert!(out.contains("struct S"), "{out}");
+}
+
+#[test]
+fn the_stages_run_on_tokens() {
+    let cx = Ctxt::new();
+    let args = parse_args(&cx, "copy, dst = device, src = host".parse().unwrap());
+    assert!(args.kind.is_some() && args.dst_kind.is_some() && args.src_kind.is_some());
+    let item = "unsafe fn up(#[dst] d: *mut f32, #[src] s: *const f32, #[len] n: usize, st: &CudaStream) {}";
+    let Item::Rule(rule) = parse_fn(&cx, args, item.parse().unwrap()) else {
+        panic!("a function parses as a rule");
+    };
+    let checked = check(&cx, &rule).expect("a valid pointer rule passes the checks");
+    assert_eq!((checked.dst, checked.src, checked.stream), (0, 1, Some(3)));
+    assert!(checked.unsafety && !cx.has_errors());
+}
+
+// ---- Property tests: the macro never panics. ----
+
+/// Words the attribute and the signatures are made of: the macro's keywords, near misses, Rust
+/// keywords, and noise.
+const WORDS: &[&str] = &[
+    "copy",
+    "cpy",
+    "memset",
+    "crate",
+    "dst",
+    "src",
+    "len",
+    "stream",
+    "forward",
+    "reverse",
+    "augmented_primal",
+    "host",
+    "pinned",
+    "device",
+    "unified",
+    "gpu",
+    "fn",
+    "self",
+    "Self",
+    "super",
+    "mut",
+    "const",
+    "async",
+    "unsafe",
+    "extern",
+    "impl",
+    "dyn",
+    "where",
+    "for",
+    "as",
+    "_",
+    "rules_runtime",
+    "rt",
+    "x",
+    "T",
+    "f32",
+    "u8",
+    "Vec",
+    "Result",
+];
+const PUNCTS: &[char] = &[
+    '=', ',', ':', '#', '<', '>', '&', '*', '\'', '-', '!', '.', ';', '@',
+];
+
+/// One arbitrary token tree (possibly a group of arbitrary tokens).
+fn token_tree() -> impl Strategy<Value = TokenTree> {
+    let leaf = prop_oneof![
+        prop::sample::select(WORDS)
+            .prop_map(|w| TokenTree::Ident(Ident::new(w, Span::call_site()))),
+        (prop::sample::select(PUNCTS), any::<bool>()).prop_map(|(c, joint)| {
+            let spacing = if joint {
+                Spacing::Joint
+            } else {
+                Spacing::Alone
+            };
+            TokenTree::Punct(Punct::new(c, spacing))
+        }),
+        prop_oneof![
+            any::<u32>().prop_map(Literal::u32_unsuffixed),
+            "[a-z ]{0,6}".prop_map(|s| Literal::string(&s)),
+            Just(Literal::character('c')),
+            Just(Literal::f64_unsuffixed(1.5)),
+        ]
+        .prop_map(TokenTree::Literal),
+    ];
+    leaf.prop_recursive(3, 24, 6, |inner| {
+        (
+            prop::sample::select(
+                &[
+                    Delimiter::Parenthesis,
+                    Delimiter::Bracket,
+                    Delimiter::Brace,
+                    Delimiter::None,
+                ][..],
+            ),
+            prop::collection::vec(inner, 0..6),
+        )
+            .prop_map(|(d, tts)| TokenTree::Group(Group::new(d, tts.into_iter().collect())))
+    })
+}
+
+fn token_stream(max: usize) -> impl Strategy<Value = TokenStream> {
+    prop::collection::vec(token_tree(), 0..max).prop_map(|tts| tts.into_iter().collect())
+}
+
+/// Attribute arguments: mostly plausible (`key = value` pieces), sometimes pure noise.
+fn attr_args() -> impl Strategy<Value = TokenStream> {
+    let piece = prop_oneof![
+        prop::sample::select(
+            &[
+                "copy",
+                "copy(x)",
+                "cpy",
+                "crate = rt",
+                "crate = ::rules_runtime",
+                "crate = \"rt\"",
+                "crate = 1",
+                "crate =",
+                "dst = host",
+                "src = device",
+                "dst = \"host\"",
+                "src = gpu",
+                "dst = a::b",
+                "forward = f",
+                "reverse = \"r\"",
+                "augmented_primal = fn",
+                "forward",
+                "stream = s",
+                "a::b = c",
+                "copy forward = f",
+                "= =",
+                "",
+            ][..]
+        )
+        .prop_map(|s| s.parse::<TokenStream>().unwrap()),
+        token_stream(4),
+    ];
+    prop::collection::vec(piece, 0..6).prop_map(|pieces| {
+        let mut out = TokenStream::new();
+        for (i, p) in pieces.into_iter().enumerate() {
+            if i > 0 {
+                out.extend([TokenTree::Punct(Punct::new(',', Spacing::Alone))]);
+            }
+            out.extend(p);
+        }
+        out
+    })
+}
+
+const ATTRS: &[&str] = &[
+    "",
+    "",
+    "#[dst]",
+    "#[src]",
+    "#[len]",
+    "#[dst_offset]",
+    "#[src_offset]",
+    "#[stream]",
+    "#[dest]",
+    "#[offset]",
+    "#[dst(x)]",
+    "#[src = 1]",
+    "#[cfg(test)]",
+    "#[dst] #[src]",
+    "#[dst] #[dst]",
+    "#[a::b]",
+];
+const PATTERNS: &[&str] = &[
+    "x", "_", "mut x", "(a, b)", "ref x", "x @ _", "tape", "r#type",
+];
+const TYPES: &[&str] = &[
+    "&mut [f32]",
+    "&[f32]",
+    "&mut [f64; 4]",
+    "&Vec<f16>",
+    "&mut Vec<u8>",
+    "&[bool]",
+    "*mut f32",
+    "*const f32",
+    "*mut u16",
+    "*const Complex<f64>",
+    "*const Complex<i32>",
+    "&mut [T]",
+    "&[U]",
+    "&'a mut [f32]",
+    "&mut CudaViewMut<'_, f32>",
+    "&CudaView<f32>",
+    "&mut Ring",
+    "Vec<f32>",
+    "[f32; 3]",
+    "(f32, f32)",
+    "()",
+    "usize",
+    "u32",
+    "&usize",
+    "String",
+    "Option<&str>",
+    "&mut usize",
+    "&CudaStream",
+    "&Arc<CudaStream>",
+    "Arc<CudaStream>",
+    "impl Fn(usize)",
+    "&mut impl AsMut<[f32]>",
+    "&dyn Any",
+    "Box<dyn Fn(&f32) -> f32>",
+    "fn(u8) -> u8",
+    "!",
+    "_",
+    "<T as Tr>::X",
+    "&mut <T as Tr>::X",
+    "Self",
+    "&mut Self",
+    "m!()",
+    "&&mut [f32]",
+    "*mut *const f32",
+];
+const RECEIVERS: &[&str] = &["self", "&self", "&mut self", "mut self", "self: Box<Self>"];
+const RETURNS: &[&str] = &[
+    "",
+    "-> ()",
+    "-> usize",
+    "-> Result<(), E>",
+    "-> Result<usize, E>",
+    "-> Result",
+    "-> io::Result<()>",
+    "-> Option<()>",
+    "-> impl Sized",
+    "-> !",
+    "-> Self",
+    "-> &'static str",
+    "-> (f32, f32)",
+    "-> <T as Tr>::X",
+];
+const QUALIFIERS: &[&str] = &[
+    "",
+    "",
+    "pub",
+    "pub(crate) const",
+    "async",
+    "unsafe",
+    "unsafe extern \"C\"",
+    "extern \"C\"",
+    "pub async unsafe",
+    "default",
+];
+const GENERICS: &[&str] = &[
+    "",
+    "<T>",
+    "<T: Differentiable>",
+    "<'a>",
+    "<'a, 'b: 'a>",
+    "<T, U>",
+    "<const N: usize>",
+    "<T: Copy, const N: usize>",
+    "<__Dst>",
+];
+const WHERE: &[&str] = &["", "where T: Differentiable", "where T: Copy,", "where"];
+const BODIES: &[&str] = &["{}", "{ x }", ";", "{ unsafe { x } }"];
+
+/// A function signature from the pools: random qualifiers, generics, parameters (with random
+/// role attributes, patterns and types), variadic tails, return types and bodies.
+fn signature() -> impl Strategy<Value = String> {
+    let param = (
+        prop::sample::select(ATTRS),
+        prop::sample::select(PATTERNS),
+        prop::sample::select(TYPES),
+    )
+        .prop_map(|(a, p, t)| format!("{a} {p}: {t}"));
+    (
+        prop::sample::select(QUALIFIERS),
+        prop::sample::select(GENERICS),
+        prop::option::of((prop::sample::select(ATTRS), prop::sample::select(RECEIVERS))),
+        prop::collection::vec(param, 0..6),
+        prop::sample::select(&["", ", ...", ", mut args: ..."][..]),
+        prop::sample::select(RETURNS),
+        prop::sample::select(WHERE),
+        prop::sample::select(BODIES),
+    )
+        .prop_map(|(q, g, recv, params, variadic, ret, wh, body)| {
+            let mut all: Vec<String> = recv.map(|(a, r)| format!("{a} {r}")).into_iter().collect();
+            all.extend(params);
+            let variadic = if all.is_empty() {
+                variadic.trim_start_matches(", ")
+            } else {
+                variadic
+            };
+            format!(
+                "{q} fn f{g}({}{variadic}) {ret} {wh} {body}",
+                all.join(", ")
+            )
+        })
+}
+
+const SLICE_DSTS: &[&str] = &[
+    "&mut [f32]",
+    "&mut Vec<f64>",
+    "&mut [Complex<f32>; 4]",
+    "&mut [T]",
+    "&'a mut [T; N]",
+    "&mut CudaViewMut<'_, f16>",
+    "&mut Ring",
+    "&mut <T as Tr>::Buf",
+    "&mut [u8]",
+];
+const SLICE_SRCS: &[&str] = &[
+    "&[f32]",
+    "&Vec<f64>",
+    "&[c32]",
+    "&[T]",
+    "&'b [U; N]",
+    "&CudaView<'_, f16>",
+    "&Ring",
+    "&[Complex64]",
+];
+const ELEMS: &[&str] = &["f32", "T", "Complex<f64>", "half::bf16", "Meters", "u8"];
+const EXTRA_PARAMS: &[&str] = &[
+    "s: &CudaStream",
+    "#[stream] s: &MyStream",
+    "calls: &mut usize",
+    "label: &str",
+    "k: u8",
+    "(a, b): (usize, usize)",
+    "_: Option<&f32>",
+    "tape: u32",
+    "name: String",
+    "#[dst_offset] at: usize",
+];
+const GOOD_RETURNS: &[&str] = &[
+    "",
+    "-> ()",
+    "-> Result<(), E>",
+    "-> io::Result<()>",
+    "-> Out<'_>",
+];
+
+/// A rule that could pass the checks (attribute and signature): one `#[dst]`, one `#[src]` of a
+/// matching shape, extras, so that the expansion itself is exercised, not only the errors.
+fn rule_signature() -> impl Strategy<Value = (String, String)> {
+    let slice = (
+        prop::sample::select(SLICE_DSTS),
+        prop::sample::select(SLICE_SRCS),
+    )
+        .prop_map(|(d, s)| ("copy".to_string(), d.to_string(), s.to_string(), ""));
+    let pointer = (
+        prop::sample::select(ELEMS),
+        prop::sample::select(&["host", "device", "pinned", "unified"][..]),
+    )
+        .prop_map(|(e, k)| {
+            (
+                format!("copy, dst = {k}, src = host, crate = rt"),
+                format!("*mut {e}"),
+                format!("*const {e}"),
+                "#[len] n: usize",
+            )
+        });
+    (
+        prop_oneof![slice, pointer],
+        prop::sample::select(
+            &[
+                "",
+                "pub",
+                "unsafe",
+                "pub(crate) unsafe extern \"C\"",
+                "const",
+            ][..],
+        ),
+        prop::sample::select(GENERICS),
+        prop::collection::vec(prop::sample::select(EXTRA_PARAMS), 0..3),
+        any::<bool>(),
+        prop::sample::select(GOOD_RETURNS),
+        prop::sample::select(WHERE),
+    )
+        .prop_map(|((attr, d, s, len), q, g, extras, src_first, ret, wh)| {
+            let mut params = vec![format!("#[dst] dst: {d}"), format!("#[src] src: {s}")];
+            if src_first {
+                params.swap(0, 1);
+            }
+            params.extend(extras.iter().map(|e| (*e).to_string()));
+            if !len.is_empty() {
+                params.push(len.to_string());
+            }
+            (
+                attr,
+                format!("{q} fn f{g}({}) {ret} {wh} {{}}", params.join(", ")),
+            )
+        })
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 1024,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// When the user's item is one rustc can parse, so is the macro's output (errors are
+/// `compile_error!` items, stubs and generated rules are items).
+fn assert_items(item: &TokenStream, out: &TokenStream) {
+    if syn::parse2::<syn::File>(item.clone()).is_err() {
+        return; // the user's own tokens come back as they were
+    }
+    if let Err(e) = syn::parse2::<syn::File>(out.clone()) {
+        panic!("the expansion is not a list of items ({e}): {out}");
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Arbitrary attribute arguments: parsed or reported, never a panic.
+    #[test]
+    fn arbitrary_attribute_arguments_never_panic(attr in attr_args()) {
+        let cx = Ctxt::new();
+        let _ = parse_args(&cx, attr.clone());
+        let _ = cx.into_compile_errors();
+        let item: TokenStream = "fn f(#[dst] d: &mut [f32], #[src] s: &[f32]) {}".parse().unwrap();
+        assert_items(&item, &derivative_rule(attr, item.clone()));
+    }
+
+    /// Arbitrary signatures through every stage: errors are fine, panics are bugs, and the output
+    /// is always well-formed items.
+    #[test]
+    fn arbitrary_signatures_never_panic(attr in attr_args(), sig in signature()) {
+        let Ok(item) = sig.parse::<TokenStream>() else {
+            return Ok(());
+        };
+        let cx = Ctxt::new();
+        let args = parse_args(&cx, attr.clone());
+        if let Item::Rule(rule) = parse_fn(&cx, args, item.clone()) {
+            let _ = check(&cx, &rule);
+        }
+        let _ = cx.into_compile_errors();
+        let out = derivative_rule(attr, item.clone());
+        assert_items(&item, &out);
+    }
+
+    /// Plausible rules: the same, and a rule that passes every check expands to its three
+    /// functions, and they are well-formed items.
+    #[test]
+    fn plausible_rules_never_panic((attr, sig) in rule_signature()) {
+        let item: TokenStream = sig.parse().unwrap();
+        let out = derivative_rule(attr.parse().unwrap(), item.clone());
+        assert_items(&item, &out);
+        let text = out.to_string();
+        if !text.contains("compile_error") {
+            prop_assert!(text.contains("f_forward") && text.contains("f_reverse"), "{}", text);
+        }
+    }
+
+    /// Arbitrary tokens as the item: reported, never a panic.
+    #[test]
+    fn arbitrary_items_never_panic(attr in attr_args(), item in token_stream(12)) {
+        let out = derivative_rule(attr, item);
+        // Not asserted to be items: the user's own tokens come back as they were.
+        let _ = out.to_string();
+    }
+}

@@ -1,0 +1,218 @@
+//! What the macro can tell about a type from its tokens alone: element types and their names,
+//! `impl Trait` inside a type, stream types, elided lifetimes. Shared by [`crate::check`] (which
+//! judges) and [`crate::expand`] (which writes bounds for what cannot be judged here).
+
+use crate::errors::type_str;
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::{GenericArgument, Lifetime, PathArguments, Type};
+
+/// The CUDA stream type, as the last segment of its path.
+const CUDA_STREAM: &str = "CudaStream";
+/// `Arc`, which may wrap a stream.
+const ARC: &str = "Arc";
+/// `Vec`, a host container whose shadow impl asks only `Differentiable` of its element.
+const VEC: &str = "Vec";
+/// `num_complex::Complex`.
+const COMPLEX: &str = "Complex";
+/// The type of lengths and offsets.
+pub const USIZE: &str = "usize";
+/// The anonymous lifetime `'_`, without its apostrophe.
+const ANONYMOUS: &str = "_";
+
+/// Element types with a derivative, by canonical name (see [`elem_name`]).
+pub const DIFFERENTIABLE: &[&str] = &["f32", "f64", "f16", "bf16", "Complex<f32>", "Complex<f64>"];
+
+/// Element types without a derivative.
+pub const NOT_DIFFERENTIABLE: &[&str] = &[
+    "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "bool",
+    "char", "str", "String",
+];
+
+/// The element type of a buffer pointee `X`: `[T]`, `[T; N]`, or the last type argument of a
+/// generic container (`Vec<T>`, `CudaSlice<T>`, `CudaView<'a, T>`); `None` for opaque types.
+pub fn element_of(x: &Type) -> Option<&Type> {
+    match x {
+        Type::Slice(s) => Some(&s.elem),
+        Type::Array(a) => Some(&a.elem),
+        Type::Paren(p) => element_of(&p.elem),
+        Type::Group(g) => element_of(&g.elem),
+        Type::Path(p) => match &p.path.segments.last()?.arguments {
+            PathArguments::AngleBracketed(a) => a.args.iter().rev().find_map(|g| match g {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            }),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The canonical name of an element type, from its tokens: the last path segment (`half::f16` →
+/// `f16`), `Complex<f32>` for `Complex<f32>`, `Complex32` and `c32`, `Complex<f64>` likewise.
+/// `None` for anything else (a tuple, a qualified path, a container).
+pub fn elem_name(t: &Type) -> Option<String> {
+    let t = match t {
+        Type::Paren(p) => &*p.elem,
+        Type::Group(g) => &*g.elem,
+        t => t,
+    };
+    let Type::Path(p) = t else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let seg = p.path.segments.last()?;
+    match &seg.arguments {
+        PathArguments::None => Some(
+            match seg.ident.to_string().as_str() {
+                "Complex32" | "c32" => "Complex<f32>",
+                "Complex64" | "c64" => "Complex<f64>",
+                other => other,
+            }
+            .to_string(),
+        ),
+        PathArguments::AngleBracketed(a) if seg.ident == COMPLEX && a.args.len() == 1 => {
+            let Some(GenericArgument::Type(inner)) = a.args.first() else {
+                return None;
+            };
+            Some(format!("{COMPLEX}<{}>", elem_name(inner)?))
+        }
+        PathArguments::AngleBracketed(_) | PathArguments::Parenthesized(_) => None,
+    }
+}
+
+/// The first `impl Trait` inside `ty`.
+pub fn find_impl_trait(ty: &Type) -> Option<&syn::TypeImplTrait> {
+    match ty {
+        Type::ImplTrait(it) => Some(it),
+        Type::Reference(r) => find_impl_trait(&r.elem),
+        Type::Ptr(p) => find_impl_trait(&p.elem),
+        Type::Slice(s) => find_impl_trait(&s.elem),
+        Type::Array(a) => find_impl_trait(&a.elem),
+        Type::Paren(p) => find_impl_trait(&p.elem),
+        Type::Group(g) => find_impl_trait(&g.elem),
+        Type::Tuple(t) => t.elems.iter().find_map(find_impl_trait),
+        Type::Path(p) => p.path.segments.iter().find_map(|s| match &s.arguments {
+            PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+                GenericArgument::Type(t) => find_impl_trait(t),
+                _ => None,
+            }),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// `ty` with its first `impl Trait` written as `B`, for the suggestion.
+pub fn replace_impl_trait(ty: &Type) -> Type {
+    fn walk(ty: &mut Type) -> bool {
+        match ty {
+            Type::ImplTrait(_) => {
+                *ty = syn::parse_quote!(B);
+                true
+            }
+            Type::Reference(r) => walk(&mut r.elem),
+            Type::Ptr(p) => walk(&mut p.elem),
+            Type::Slice(s) => walk(&mut s.elem),
+            Type::Array(a) => walk(&mut a.elem),
+            Type::Paren(p) => walk(&mut p.elem),
+            Type::Group(g) => walk(&mut g.elem),
+            Type::Tuple(t) => t.elems.iter_mut().any(walk),
+            Type::Path(p) => p.path.segments.iter_mut().any(|s| match &mut s.arguments {
+                PathArguments::AngleBracketed(a) => a.args.iter_mut().any(|g| match g {
+                    GenericArgument::Type(t) => walk(t),
+                    _ => false,
+                }),
+                _ => false,
+            }),
+            _ => false,
+        }
+    }
+    let mut ty = ty.clone();
+    walk(&mut ty);
+    ty
+}
+
+pub fn is_stream_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => is_stream_type(&r.elem),
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+            s.ident == CUDA_STREAM
+                || (s.ident == ARC
+                    && matches!(&s.arguments, PathArguments::AngleBracketed(a)
+                        if matches!(a.args.first(), Some(GenericArgument::Type(t)) if is_stream_type(t))))
+        }),
+        _ => false,
+    }
+}
+
+/// Gives every elided lifetime in `ty` (`&T`, `'_`) a name from `fresh`, so the type can be
+/// written in `where` bounds and closure types of the generated functions.
+pub fn name_lifetimes(ty: &mut Type, fresh: &mut Vec<Lifetime>) {
+    fn walk(ty: &mut Type, next: &mut dyn FnMut(Span) -> Lifetime) {
+        match ty {
+            Type::Reference(r) => {
+                if r.lifetime.as_ref().is_none_or(|l| l.ident == ANONYMOUS) {
+                    r.lifetime = Some(next(r.and_token.span));
+                }
+                walk(&mut r.elem, next);
+            }
+            Type::Path(p) => {
+                if let Some(q) = &mut p.qself {
+                    walk(&mut q.ty, next);
+                }
+                for seg in &mut p.path.segments {
+                    if let PathArguments::AngleBracketed(a) = &mut seg.arguments {
+                        for arg in &mut a.args {
+                            match arg {
+                                GenericArgument::Lifetime(l) if l.ident == ANONYMOUS => {
+                                    *l = next(l.apostrophe);
+                                }
+                                GenericArgument::Type(t) => walk(t, next),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            Type::Ptr(p) => walk(&mut p.elem, next),
+            Type::Slice(s) => walk(&mut s.elem, next),
+            Type::Array(a) => walk(&mut a.elem, next),
+            Type::Paren(p) => walk(&mut p.elem, next),
+            Type::Group(g) => walk(&mut g.elem, next),
+            Type::Tuple(t) => t.elems.iter_mut().for_each(|t| walk(t, next)),
+            _ => {}
+        }
+    }
+    let mut next = |span: Span| {
+        let l = Lifetime::new(&format!("'__l{}", fresh.len()), span);
+        fresh.push(l.clone());
+        l
+    };
+    walk(ty, &mut next);
+}
+
+/// Whether the macro knows `elem` by name to be differentiable (no bound needed).
+pub fn known_elem(elem: &Type) -> bool {
+    elem_name(elem).is_some_and(|n| DIFFERENTIABLE.contains(&n.as_str()))
+}
+
+/// The host containers whose `ShadowMemory` impl only asks `Differentiable` of the element.
+pub fn host_container_elem(x: &Type) -> Option<&Type> {
+    match x {
+        Type::Slice(_) | Type::Array(_) => element_of(x),
+        Type::Path(p)
+            if p.qself.is_none()
+                && p.path.segments.last().is_some_and(|s| s.ident == VEC)
+                && matches!(p.path.segments.last().map(|s| &s.arguments), Some(PathArguments::AngleBracketed(a)) if a.args.len() == 1) =>
+        {
+            element_of(x)
+        }
+        _ => None,
+    }
+}
+
+/// A type as a user would write it (`Vec<f32>`, not `Vec < f32 >`), for messages.
+pub fn show(ty: &Type) -> String {
+    type_str(&ty.to_token_stream())
+}

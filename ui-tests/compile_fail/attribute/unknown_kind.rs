@@ -1,0 +1,18 @@
+use rules_runtime::derivative_rule;
+
+#[derivative_rule(cpy)]
+fn typo(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+#[derivative_rule(memset)]
+fn planned(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+#[derivative_rule(transpose)]
+fn unknown(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+fn main() {}

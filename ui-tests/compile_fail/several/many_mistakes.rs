@@ -1,0 +1,9 @@
+use rules_runtime::derivative_rule;
+
+#[derivative_rule(copy, forwrd = tangent)]
+async fn everything_wrong(#[dest] dst: &[i32], #[src] src: &mut [f32], #[len] n: usize) -> usize {
+    let _ = (dst, src);
+    n
+}
+
+fn main() {}

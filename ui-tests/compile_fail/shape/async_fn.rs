@@ -1,0 +1,8 @@
+use rules_runtime::derivative_rule;
+
+#[derivative_rule(copy)]
+async fn copy_later(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+fn main() {}

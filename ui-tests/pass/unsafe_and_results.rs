@@ -1,0 +1,87 @@
+//! `unsafe fn` primals and fallible primals with their own error types.
+
+use rules_runtime::{Const, Duplicated, Error, derivative_rule};
+use std::fmt;
+
+/// The primal's own error type.
+#[derive(Debug)]
+struct LengthError {
+    dst: usize,
+    src: usize,
+}
+
+impl fmt::Display for LengthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot copy {} elements into {}", self.src, self.dst)
+    }
+}
+
+impl std::error::Error for LengthError {}
+
+/// An unsafe slice primal: the rules stay safe to call, the call inside is wrapped.
+///
+/// # Safety
+/// `dst` and `src` have the same length.
+#[derivative_rule(copy)]
+unsafe fn unchecked(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
+}
+
+#[derivative_rule(copy)]
+fn custom_error(#[dst] dst: &mut [f32], #[src] src: &[f32]) -> Result<(), LengthError> {
+    if dst.len() != src.len() {
+        return Err(LengthError {
+            dst: dst.len(),
+            src: src.len(),
+        });
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// A primal that fails on its own terms: its error comes back as `Error::Primal`.
+#[derivative_rule(copy)]
+fn refuse_nan(#[dst] dst: &mut [f32], #[src] src: &[f32]) -> Result<(), LengthError> {
+    if src.iter().any(|x| x.is_nan()) {
+        return Err(LengthError { dst: 0, src: 0 });
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+#[derivative_rule(copy)]
+fn io_result(#[dst] dst: &mut [f64], #[src] src: &[f64]) -> std::io::Result<()> {
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+#[derivative_rule(copy)]
+fn string_error(#[dst] dst: &mut [f64], #[src] src: &[f64]) -> ::core::result::Result<(), String> {
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+#[derivative_rule(copy)]
+fn unit(#[dst] dst: &mut [f64], #[src] src: &[f64]) -> () {
+    dst.copy_from_slice(src);
+}
+
+fn main() {
+    let x = [1.0f32; 2];
+    let mut y = [0.0f32; 2];
+    unsafe { unchecked_forward(Const(&mut y[..]), Const(&x[..])) }.unwrap();
+    custom_error_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    let x = [1.0f64; 3];
+    let mut dx = [0.0f64; 3];
+    let mut y = [0.0f64; 3];
+    io_result_forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
+    string_error_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    unit_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    let mut z = [0.0f32; 2];
+    let err = refuse_nan_forward(Const(&mut z[..]), Const(&[f32::NAN; 2][..]));
+    assert!(matches!(err, Err(Error::Primal(_))), "{err:?}");
+    // Bad lengths are refused before anything runs, the primal included.
+    let mut short = [0.0f32; 1];
+    let err = custom_error_augmented_primal(Const(&mut short[..]), Const(&[1.0f32; 2][..]));
+    assert!(matches!(err, Err(Error::LengthMismatch { .. })), "{err:?}");
+}
