@@ -22,7 +22,11 @@ fn median_us(s: &Arc<CudaStream>, reps: usize, mut f: impl FnMut() -> R<()>) -> 
         f()?;
     }
     s.synchronize()?;
-    let (a, b) = (s.context().new_event(None)?, s.context().new_event(None)?);
+    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let (a, b) = (
+        s.context().new_event(timing)?,
+        s.context().new_event(timing)?,
+    );
     let mut t = Vec::with_capacity(reps);
     for _ in 0..reps {
         a.record(s)?;

@@ -803,6 +803,12 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
     .unwrap();
     s2.synchronize().unwrap();
 
+    // The tape of a copy from a Const source, made before the gate: its primal (a pageable
+    // upload, which synchronises the stream) must not run while the stream is held.
+    let t_const =
+        upload_augmented_primal(&s2, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
+    s2.memcpy_htod(&vec![3.0f32; x.len()], &mut dy).unwrap();
+    s2.synchronize().unwrap();
     // The raw address of d_dst, taken now, so that probing it later adds no wait to any stream.
     let dy_addr = {
         let (p, sync) = dy.device_ptr(&s2);
