@@ -11,7 +11,9 @@
 use half::{bf16, f16};
 use num_complex::Complex;
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+use rules_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, sys,
+};
 use rules_runtime::{Differentiable, On, accumulate, accumulate_and_zero, kernels, zero};
 use std::sync::Arc;
 

@@ -830,9 +830,12 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
         .unwrap();
     }
     // The reverse of a copy from a Const source: d_dst ← 0, device work ordered on s2.
-    let t_const = upload_augmented_primal(&s2, Duplicated::new(&mut y, &mut dy), Const(&x[..]));
-    let zeroed = t_const
-        .and_then(|t| upload_reverse(t, &s2, Duplicated::new(&mut y, &mut dy), Const(&x[..])));
+    let zeroed = upload_reverse(
+        t_const,
+        &s2,
+        Duplicated::new(&mut y, &mut dy),
+        Const(&x[..]),
+    );
     // Probe d_dst on a third, non-blocking stream: the gated zeroing must not have happened.
     let probe_stream = s.context().new_stream().unwrap();
     let mut probe = vec![0.0f32; 4];
