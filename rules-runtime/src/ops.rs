@@ -94,14 +94,14 @@ fn site<'s>(on: On<'s>, bufs: &[(&str, Placement)]) -> Result<Site<'s>> {
     require_driver()?;
     let expected = stream.context();
     for (what, b) in bufs {
-        if let Some(found) = b.ctx {
-            if found.0 != expected.cu_ctx() as usize {
-                return Err(Error::ContextMismatch {
-                    what: what.to_string(),
-                    expected: expected.ordinal(),
-                    found: found.1,
-                });
-            }
+        if let Some(found) = b.ctx
+            && found.0 != expected.cu_ctx() as usize
+        {
+            return Err(Error::ContextMismatch {
+                what: what.to_string(),
+                expected: expected.ordinal(),
+                found: found.1,
+            });
         }
     }
     Ok(site)
@@ -177,11 +177,11 @@ where
 pub fn zero<A: ShadowMemory + ?Sized>(on: On<'_>, buf: &mut A) -> Result<()> {
     let site = site(on, &[("the buffer", placement(buf))])?;
     let n = buf.len();
-    if let Some(s) = stream_of(&site) {
-        if let Some(d) = buf.device_mut(s) {
-            // SAFETY: `d` covers `n` elements, ordered on `s`.
-            return unsafe { kernels::zero(s, d.addr, n * size_of::<A::Elem>()) };
-        }
+    if let Some(s) = stream_of(&site)
+        && let Some(d) = buf.device_mut(s)
+    {
+        // SAFETY: `d` covers `n` elements, ordered on `s`.
+        return unsafe { kernels::zero(s, d.addr, n * size_of::<A::Elem>()) };
     }
     host_fill_zero(buf)
 }
@@ -243,12 +243,12 @@ fn host_fill_zero<A: ShadowMemory + ?Sized>(buf: &mut A) -> Result<()> {
 /// `acc += acc`.
 fn double<A: ShadowMemory + ?Sized>(site: Site<'_>, acc: &mut A) -> Result<()> {
     let n = acc.len();
-    if let Some(s) = stream_of(&site) {
-        if let Some(d) = acc.device_mut(s) {
-            // SAFETY: both operands are the same `n` elements, ordered on `s`; the kernel reads
-            // each element before writing it, in the same thread.
-            return unsafe { kernels::accumulate(s, A::Elem::DTYPE, d.addr, d.addr, n, false) };
-        }
+    if let Some(s) = stream_of(&site)
+        && let Some(d) = acc.device_mut(s)
+    {
+        // SAFETY: both operands are the same `n` elements, ordered on `s`; the kernel reads
+        // each element before writing it, in the same thread.
+        return unsafe { kernels::accumulate(s, A::Elem::DTYPE, d.addr, d.addr, n, false) };
     }
     match acc.host_mut()? {
         Some(h) => {

@@ -464,7 +464,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     let (px, py, pdx, pdy) = (px.cast::<Complex<f64>>(), py.cast(), pdx.cast(), pdy.cast());
     unsafe {
         let t = copy_d2d_augmented_primal(
-            &*s,
+            &s,
             Duplicated::new(py, pdy),
             0,
             Duplicated::new(px as *const _, pdx),
@@ -474,7 +474,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
         .unwrap();
         copy_d2d_reverse(
             t,
-            &*s,
+            &s,
             Duplicated::new(py, pdy),
             0,
             Duplicated::new(px as *const _, pdx),
@@ -498,7 +498,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     let pdy = dptr(&s, &mut dy).cast::<Complex<f64>>();
     unsafe {
         let t = copy_h2d_augmented_primal(
-            &*s,
+            &s,
             Duplicated::new(py, pdy),
             Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
             n,
@@ -506,7 +506,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
         .unwrap();
         copy_h2d_reverse(
             t,
-            &*s,
+            &s,
             Duplicated::new(py, pdy),
             Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
             n,
@@ -525,7 +525,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     let pdx = dptr(&s, &mut dx).cast::<Complex<f64>>();
     unsafe {
         let t = copy_d2h_augmented_primal(
-            &*s,
+            &s,
             Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
             Duplicated::new(px as *const _, pdx),
             n,
@@ -533,7 +533,7 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
         .unwrap();
         copy_d2h_reverse(
             t,
-            &*s,
+            &s,
             Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
             Duplicated::new(px as *const _, pdx),
             n,
@@ -577,7 +577,7 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
     let (p, dp) = (dptr(&s, &mut buf), dptr(&s, &mut dbuf));
     unsafe {
         let t = copy_d2d_augmented_primal(
-            &*s,
+            &s,
             Duplicated::new(p, dp),
             1,
             Duplicated::new(p as *const f32, dp),
@@ -587,7 +587,7 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
         .unwrap();
         copy_d2d_reverse(
             t,
-            &*s,
+            &s,
             Duplicated::new(p, dp),
             1,
             Duplicated::new(p as *const f32, dp),
@@ -603,7 +603,7 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
     );
     let e = unsafe {
         copy_d2d_forward(
-            &*s,
+            &s,
             Duplicated::new(p, dp),
             2,
             Duplicated::new(p as *const f32, dp),
@@ -623,7 +623,7 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
     let e = unsafe {
         copy_d2d_reverse(
             t,
-            &*s,
+            &s,
             Duplicated::new(p, dp),
             2,
             Duplicated::new(p as *const f32, dp),

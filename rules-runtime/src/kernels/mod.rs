@@ -135,9 +135,9 @@ pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
     let s = stream.cu_stream();
     // SAFETY: by the caller's contract.
     let r = unsafe {
-        if ptr % 4 == 0 && bytes % 4 == 0 {
+        if ptr.is_multiple_of(4) && bytes.is_multiple_of(4) {
             sys::cuMemsetD32Async(ptr, 0, bytes / 4, s)
-        } else if ptr % 2 == 0 && bytes % 2 == 0 {
+        } else if ptr.is_multiple_of(2) && bytes.is_multiple_of(2) {
             sys::cuMemsetD16Async(ptr, 0, bytes / 2, s)
         } else {
             sys::cuMemsetD8Async(ptr, 0, bytes, s)
