@@ -9,7 +9,6 @@
 //! Bandwidth counts bytes read plus bytes written. cuBLAS is a bench dependency only.
 
 use half::{bf16, f16};
-use num_complex::Complex;
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
 use rules_runtime::cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, sys,
@@ -133,7 +132,7 @@ fn main() -> R<()> {
     bench_acc::<f64>(&s, &blas, "f64", empty_us, &d2d)?;
     bench_acc::<f16>(&s, &blas, "f16", empty_us, &d2d)?;
     bench_acc::<bf16>(&s, &blas, "bf16", empty_us, &d2d)?;
-    bench_acc_c32(&s, &blas, empty_us, &d2d)?;
+    bench_acc_c32(&s, &blas, empty_us)?;
 
     // ---- Fused ----
     println!("\n## fused accumulate_and_zero vs accumulate + memset (f32)");
@@ -269,12 +268,7 @@ fn axpy<T: Differentiable>(
     Ok(Some(median_us(s, reps, run)?))
 }
 
-fn bench_acc_c32(
-    s: &Arc<CudaStream>,
-    blas: &CudaBlas,
-    empty_us: f64,
-    d2d: &[(usize, f64)],
-) -> R<()> {
+fn bench_acc_c32(s: &Arc<CudaStream>, blas: &CudaBlas, empty_us: f64) -> R<()> {
     for n in SIZES {
         let bytes = n * 8;
         if bytes > 2 << 30 {
@@ -304,7 +298,6 @@ fn bench_acc_c32(
             Ok(blas::cublasCaxpy_v2(h, n as i32, &one, xp as _, 1, yp as _, 1).result()?)
         })?;
         let bw = gbs(3.0 * bytes as f64, ours);
-        let _ = (d2d, Complex::new(0.0f32, 0.0));
         println!(
             "| c32 | {n} | {ours:.2} | {bw:.0} | {b:.2} | {:.2} | {:.2} | - |",
             b / ours,

@@ -255,7 +255,12 @@ fn double<A: ShadowMemory + ?Sized>(site: Site<'_>, acc: &mut A) -> Result<()> {
             h.iter_mut().for_each(|x| *x = A::Elem::add(*x, *x));
             Ok(())
         }
-        None => host_fill_zero(acc).and(Ok(())),
+        None => Err(Error::UnsupportedKinds {
+            op: "accumulate",
+            dst: ShadowMemory::kind(acc),
+            src: ShadowMemory::kind(acc),
+            why: "this memory is neither host- nor device-accessible here",
+        }),
     }
 }
 
