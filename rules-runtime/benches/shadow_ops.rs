@@ -2,8 +2,10 @@
 //!
 //!     cargo bench -p rules-runtime --bench shadow_ops      (on a GPU machine)
 //!
-//! CUDA events around each repetition, warm-up first, median of the repetitions, random data
-//! (never zeros). Prints the ceilings (cuMemcpy device-to-device, memset, an empty launch, pinned
+//! CUDA events around each repetition of k back-to-back calls (k from 100 for small n down to 1
+//! at 1 GiB), warm-up first, median of the repetitions, per call; random data (never zeros;
+//! the source of `accumulate_and_zero` is zero after its first call, which the kernel's speed does
+//! not depend on). Prints the ceilings (cuMemcpy device-to-device, memset, an empty launch, pinned
 //! host↔device), then the seed-style table (dtype, n, ours, cuBLAS axpy, ratio), then fused
 //! accumulate-and-zero against accumulate + memset, then reverses of copies involving host memory.
 //! Bandwidth counts bytes read plus bytes written. cuBLAS is a bench dependency only.
@@ -18,7 +20,10 @@ use std::sync::Arc;
 
 type R<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn median_us(s: &Arc<CudaStream>, reps: usize, mut f: impl FnMut() -> R<()>) -> R<f64> {
+/// Median over repetitions of the time per call, in µs: each repetition is an event, `k` calls
+/// back to back, an event (so a call costs what it adds to a stream that is kept busy, as in an AD
+/// reverse pass); warm-up first.
+fn median_us_k(s: &Arc<CudaStream>, k: usize, reps: usize, mut f: impl FnMut() -> R<()>) -> R<f64> {
     for _ in 0..3 {
         f()?;
     }
@@ -31,23 +36,30 @@ fn median_us(s: &Arc<CudaStream>, reps: usize, mut f: impl FnMut() -> R<()>) -> 
     let mut t = Vec::with_capacity(reps);
     for _ in 0..reps {
         a.record(s)?;
-        f()?;
+        for _ in 0..k {
+            f()?;
+        }
         b.record(s)?;
         b.synchronize()?;
-        t.push(f64::from(a.elapsed_ms(&b)?) * 1e3);
+        t.push(f64::from(a.elapsed_ms(&b)?) * 1e3 / k as f64);
     }
     t.sort_by(f64::total_cmp);
     Ok(t[reps / 2])
 }
 
-fn reps(bytes: usize) -> usize {
-    if bytes >= 1 << 30 {
-        10
-    } else if bytes >= 1 << 26 {
+/// [`median_us_k`] with the batch and repetition counts set by the bytes one call moves.
+fn median_us(s: &Arc<CudaStream>, bytes: usize, f: impl FnMut() -> R<()>) -> R<f64> {
+    let k = if bytes >= 1 << 30 {
+        1
+    } else if bytes >= 64 << 20 {
+        4
+    } else if bytes >= 1 << 20 {
         20
     } else {
-        50
-    }
+        100
+    };
+    let reps = if bytes >= 1 << 30 { 15 } else { 31 };
+    median_us_k(s, k, reps, f)
 }
 
 /// Random device data of `n` elements (a cheap generator: the values only need to be non-zero).
@@ -78,14 +90,20 @@ fn gbs(bytes: f64, us: f64) -> f64 {
 }
 
 fn main() -> R<()> {
-    let s = match rules_runtime::cuda::stream(0) {
-        Ok(s) => s,
+    let ctx = match rules_runtime::cuda::context(0) {
+        Ok(c) => c,
         Err(e) => {
             println!("no GPU ({e}): nothing to measure");
             return Ok(());
         }
     };
-    println!("device: {}", s.context().name()?);
+    // The context's default stream, and no other stream until the last section: cudarc then does
+    // no cross-stream event bookkeeping, which the last section measures on its own.
+    let s = ctx.default_stream();
+    println!("device: {}", ctx.name()?);
+    println!(
+        "timing: CUDA events around k back-to-back calls (k = 100 / 20 / 4 / 1 by size), median of 31 (15) repetitions, per call"
+    );
 
     // ---- Ceilings ----
     println!("\n## ceilings (same run)");
@@ -94,26 +112,29 @@ fn main() -> R<()> {
         let bytes = n * 4;
         let a = random::<f32>(&s, n, 1)?;
         let mut b = random::<f32>(&s, n, 2)?;
-        let us = median_us(&s, reps(bytes), || Ok(s.memcpy_dtod(&a, &mut b)?))?;
+        let us = median_us(&s, 2 * bytes, || Ok(s.memcpy_dtod(&a, &mut b)?))?;
         let bw = gbs(2.0 * bytes as f64, us);
         d2d.push((n, bw));
         println!("cuMemcpy D2D  n={n:>10}  {us:>9.1} us  {bw:>7.0} GB/s (read + write)");
     }
     let n = 1 << 28;
     let mut b = random::<f32>(&s, n, 3)?;
-    let us = median_us(&s, 10, || Ok(s.memset_zeros(&mut b)?))?;
+    let us = median_us(&s, n * 4, || Ok(s.memset_zeros(&mut b)?))?;
     println!(
         "memset        n={n:>10}  {us:>9.1} us  {:>7.0} GB/s",
         gbs(n as f64 * 4.0, us)
     );
-    let empty_us = median_us(&s, 200, || Ok(kernels::empty_launch(&s)?))?;
-    println!("empty launch  {empty_us:>9.2} us (event-timed, one launch)");
+    let empty_us = median_us(&s, 0, || Ok(kernels::empty_launch(&s)?))?;
+    let empty_single = median_us_k(&s, 1, 101, || Ok(kernels::empty_launch(&s)?))?;
+    println!(
+        "empty launch  {empty_us:>9.2} us back to back, {empty_single:.2} us alone (event-timed single launch)"
+    );
     let pn = 1 << 26;
-    let mut pinned = unsafe { s.context().alloc_pinned::<f32>(pn) }?;
+    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(pn) }?;
     pinned.as_mut_slice()?.fill(0.25);
     let mut dev = random::<f32>(&s, pn, 4)?;
-    let h2d = median_us(&s, 10, || Ok(s.memcpy_htod(&pinned, &mut dev)?))?;
-    let d2h = median_us(&s, 10, || Ok(s.memcpy_dtoh(&dev, &mut pinned)?))?;
+    let h2d = median_us_k(&s, 1, 11, || Ok(s.memcpy_htod(&pinned, &mut dev)?))?;
+    let d2h = median_us_k(&s, 1, 11, || Ok(s.memcpy_dtoh(&dev, &mut pinned)?))?;
     let pin_bw = gbs(pn as f64 * 4.0, h2d).min(gbs(pn as f64 * 4.0, d2h));
     println!(
         "pinned H2D {:>6.1} GB/s, D2H {:>6.1} GB/s (256 MiB)",
@@ -124,7 +145,7 @@ fn main() -> R<()> {
     // ---- Accumulate vs cuBLAS axpy ----
     println!("\n## accumulate y += x (bytes: 2 reads + 1 write)");
     println!(
-        "| dtype | n | ours us | ours GB/s | cuBLAS us | ratio (cuBLAS/ours time) | vs empty launch | vs D2D bw |"
+        "| dtype | n | ours us | ours GB/s | cuBLAS us | ratio (cuBLAS/ours time) | ours / empty launch | vs D2D bw |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     let blas = CudaBlas::new(s.clone())?;
@@ -134,21 +155,58 @@ fn main() -> R<()> {
     bench_acc::<bf16>(&s, &blas, "bf16", empty_us, &d2d)?;
     bench_acc_c32(&s, &blas, empty_us)?;
 
+    println!(
+        "\n## small n, one call alone (event-timed single call, f32): ours / empty launch alone"
+    );
+    for n in [1usize, 4096, 65536] {
+        let mut y = random::<f32>(&s, n, 12)?;
+        let x = random::<f32>(&s, n, 13)?;
+        let us = median_us_k(&s, 1, 101, || Ok(accumulate(On::stream(&s), &mut y, &x)?))?;
+        println!("n={n:>6}: {us:.2} us, {:.2}x", us / empty_single);
+    }
+
     // ---- Fused ----
-    println!("\n## fused accumulate_and_zero vs accumulate + memset (f32)");
-    println!("| n | fused us | acc + memset us | speed-up |");
-    println!("|---|---|---|---|");
-    for n in SIZES {
+    println!(
+        "\n## accumulate_and_zero vs accumulate + memset (f32); the operation splits into kernel + memset from {} MiB per operand",
+        rules_runtime::ops::FUSED_SPLIT_BYTES >> 20
+    );
+    println!(
+        "| n | accumulate_and_zero us | acc + memset us | speed-up | fused kernel alone us | its speed-up |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut fused_sizes = SIZES.to_vec();
+    fused_sizes.extend([1 << 22, 1 << 23]);
+    fused_sizes.sort_unstable();
+    for n in fused_sizes {
         let mut a = random::<f32>(&s, n, 5)?;
         let mut b = random::<f32>(&s, n, 6)?;
         let on = On::stream(&s);
-        let r = reps(n * 4);
-        let fused = median_us(&s, r, || Ok(accumulate_and_zero(on, &mut a, &mut b)?))?;
-        let two = median_us(&s, r, || {
+        let bytes = 4 * n * 4;
+        let op = median_us(&s, bytes, || Ok(accumulate_and_zero(on, &mut a, &mut b)?))?;
+        let two = median_us(&s, bytes, || {
             accumulate(on, &mut a, &b)?;
             Ok(zero(on, &mut b)?)
         })?;
-        println!("| {n} | {fused:.2} | {two:.2} | {:.2}x |", two / fused);
+        let (ap, bp) = {
+            let (x, _g) = a.device_ptr_mut(&s);
+            let (y, _h) = b.device_ptr_mut(&s);
+            (x, y)
+        };
+        let kernel = median_us(&s, bytes, || unsafe {
+            Ok(kernels::accumulate(
+                &s,
+                rules_runtime::Dtype::F32,
+                ap,
+                bp,
+                n,
+                true,
+            )?)
+        })?;
+        println!(
+            "| {n} | {op:.2} | {two:.2} | {:.2}x | {kernel:.2} | {:.2}x |",
+            two / op,
+            two / kernel
+        );
     }
 
     // ---- Reverses involving host memory ----
@@ -156,40 +214,54 @@ fn main() -> R<()> {
     let n = 1 << 26;
     let on = On::stream(&s);
     let mut ddev = random::<f32>(&s, n, 7)?;
-    let mut dpin = unsafe { s.context().alloc_pinned::<f32>(n) }?;
+    let mut dpin = unsafe { ctx.alloc_pinned::<f32>(n) }?;
     dpin.as_mut_slice()?.fill(0.5);
-    let us = median_us(&s, 5, || Ok(accumulate_and_zero(on, &mut ddev, &mut dpin)?))?;
+    let once = |f: &mut dyn FnMut() -> R<()>| median_us_k(&s, 1, 5, f);
+    let us = once(&mut || Ok(accumulate_and_zero(on, &mut ddev, &mut dpin)?))?;
     println!(
         "device->pinned copy reverse (device += pinned; pinned = 0): {us:.0} us, {:.1} GB/s over the link (read + write of pinned), {:.2} of pinned bandwidth",
         gbs(2.0 * n as f64 * 4.0, us),
         gbs(2.0 * n as f64 * 4.0, us) / pin_bw
     );
-    let us = median_us(&s, 5, || Ok(accumulate_and_zero(on, &mut dpin, &mut ddev)?))?;
+    let fwd = once(&mut || Ok(s.memcpy_htod(&dpin, &mut ddev)?))?;
+    println!(
+        "  its forward (pinned -> device copy): {fwd:.0} us; reverse / forward = {:.2}",
+        us / fwd
+    );
+    let us = once(&mut || Ok(accumulate_and_zero(on, &mut dpin, &mut ddev)?))?;
     println!(
         "pinned->device copy reverse (pinned += device; device = 0): {us:.0} us, {:.1} GB/s over the link",
         gbs(2.0 * n as f64 * 4.0, us)
     );
     let mut host = vec![0.5f32; n];
-    let us = median_us(&s, 5, || {
-        Ok(accumulate_and_zero(on, &mut ddev, &mut host[..])?)
-    })?;
+    let us = once(&mut || Ok(accumulate_and_zero(on, &mut ddev, &mut host[..])?))?;
     println!(
         "device->pageable copy reverse (device += pageable; pageable = 0): {us:.0} us, {:.1} GB/s of pageable data",
         gbs(n as f64 * 4.0, us)
     );
-    let us = median_us(&s, 5, || {
-        Ok(accumulate_and_zero(on, &mut host[..], &mut ddev)?)
-    })?;
+    let us = once(&mut || Ok(accumulate_and_zero(on, &mut host[..], &mut ddev)?))?;
     println!(
         "pageable->device copy reverse (pageable += device; device = 0): {us:.0} us, {:.1} GB/s of pageable data",
         gbs(n as f64 * 4.0, us)
     );
-    let mut uni = unsafe { s.context().alloc_unified::<f32>(n, true) }?;
+    let mut uni = unsafe { ctx.alloc_unified::<f32>(n, true) }?;
     uni.as_mut_slice()?.fill(0.5);
-    let us = median_us(&s, 5, || Ok(accumulate_and_zero(on, &mut ddev, &mut uni)?))?;
+    let us = once(&mut || Ok(accumulate_and_zero(on, &mut ddev, &mut uni)?))?;
     println!(
         "device->unified copy reverse (device += unified; unified = 0): {us:.0} us, {:.1} GB/s (read + write)",
         gbs(3.0 * n as f64 * 4.0, us)
+    );
+
+    // ---- cudarc's event tracking (a second stream exists) ----
+    let _second = ctx.new_stream()?;
+    let s2 = ctx.new_stream()?;
+    let mut y = random::<f32>(&s2, 1, 14)?;
+    let x = random::<f32>(&s2, 1, 15)?;
+    let us = median_us(&s2, 0, || Ok(accumulate(On::stream(&s2), &mut y, &x)?))?;
+    let empty2 = median_us(&s2, 0, || Ok(kernels::empty_launch(&s2)?))?;
+    println!(
+        "\n## with several streams (cudarc orders each CudaSlice use with event waits and records)\nf32 n=1 accumulate: {us:.2} us back to back, {:.2}x an empty launch ({empty2:.2} us) on that stream",
+        us / empty2
     );
     Ok(())
 }
@@ -208,9 +280,8 @@ fn bench_acc<T: Differentiable + DeviceRepr>(
         }
         let mut y = random::<T>(s, n, 8)?;
         let x = random::<T>(s, n, 9)?;
-        let r = reps(bytes);
-        let ours = median_us(s, r, || Ok(accumulate(On::stream(s), &mut y, &x)?))?;
-        let blas_us = axpy::<T>(s, blas, &mut y, &x, n, r)?;
+        let ours = median_us(s, 3 * bytes, || Ok(accumulate(On::stream(s), &mut y, &x)?))?;
+        let blas_us = axpy::<T>(s, blas, &mut y, &x, n, 3 * bytes)?;
         let bw = gbs(3.0 * bytes as f64, ours);
         let vs_d2d = d2d
             .iter()
@@ -235,7 +306,7 @@ fn axpy<T: Differentiable>(
     y: &mut CudaSlice<T>,
     x: &CudaSlice<T>,
     n: usize,
-    reps: usize,
+    bytes: usize,
 ) -> R<Option<f64>> {
     let h = *blas.handle();
     let (xp, _g1) = x.device_ptr(s);
@@ -265,7 +336,7 @@ fn axpy<T: Differentiable>(
     ) {
         return Ok(None);
     }
-    Ok(Some(median_us(s, reps, run)?))
+    Ok(Some(median_us(s, bytes, run)?))
 }
 
 fn bench_acc_c32(s: &Arc<CudaStream>, blas: &CudaBlas, empty_us: f64) -> R<()> {
@@ -276,7 +347,7 @@ fn bench_acc_c32(s: &Arc<CudaStream>, blas: &CudaBlas, empty_us: f64) -> R<()> {
         }
         let mut yr = random::<f32>(s, 2 * n, 10)?;
         let xr = random::<f32>(s, 2 * n, 11)?;
-        let r = reps(bytes);
+        let r = 3 * bytes;
         let (yp, xp) = {
             let (a, _g) = yr.device_ptr_mut(s);
             let (b, _h) = xr.device_ptr(s);

@@ -8,7 +8,7 @@ use crate::cuda::{driver, require_driver};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::kernels;
-use crate::memory::{MemoryKind, Overlap, ShadowMemory};
+use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory};
 use crate::staging;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
@@ -67,14 +67,14 @@ enum Site<'s> {
 
 /// Picks where an operation on `bufs` runs, and checks that device buffers belong to the
 /// stream's context. Nothing is written.
-fn site<'s>(on: On<'s>, bufs: &[(&str, Placement)]) -> Result<Site<'s>> {
+fn site<'s>(on: On<'s>, bufs: &[(&str, Placement<'_>)]) -> Result<Site<'s>> {
     let site = match on {
         On::Stream(s) => Site::Borrowed(s),
         On::Host => {
             let mut site = Site::Host;
             for (what, b) in bufs {
                 if b.kind == MemoryKind::Device {
-                    match &b.home {
+                    match b.home {
                         Some(home) => {
                             site = Site::Owned(home.clone());
                             break;
@@ -108,17 +108,17 @@ fn site<'s>(on: On<'s>, bufs: &[(&str, Placement)]) -> Result<Site<'s>> {
 }
 
 /// The facts about a buffer that [`site`] needs.
-struct Placement {
+struct Placement<'m> {
     kind: MemoryKind,
-    home: Option<Arc<CudaStream>>,
+    home: Option<&'m Arc<CudaStream>>,
     /// (context handle, device ordinal)
     ctx: Option<(usize, usize)>,
 }
 
-fn placement<M: ShadowMemory + ?Sized>(m: &M) -> Placement {
+fn placement<M: ShadowMemory + ?Sized>(m: &M) -> Placement<'_> {
     Placement {
         kind: m.kind(),
-        home: m.home_stream().cloned(),
+        home: m.home_stream(),
         ctx: m.context().map(|c| (c.cu_ctx() as usize, c.ordinal())),
     }
 }
@@ -166,6 +166,11 @@ where
             ("the source", placement(src)),
         ],
     )?;
+    if let Some(s) = stream_of(&site)
+        && both_on_device(&*acc, src)
+    {
+        return on_device(s, "accumulate", acc, SrcRef::Read(src));
+    }
     match acc.region().relation(src.region()) {
         Overlap::Partial => Err(overlap_error("accumulate", &*acc, src)),
         Overlap::Same => double(site, acc),
@@ -203,11 +208,99 @@ where
             ("the source", placement(src)),
         ],
     )?;
+    if let Some(s) = stream_of(&site)
+        && both_on_device(&*acc, &*src)
+    {
+        return on_device(s, "accumulate_and_zero", acc, SrcRef::Take(src));
+    }
     match acc.region().relation(src.region()) {
         Overlap::Partial => Err(overlap_error("accumulate_and_zero", &*acc, &*src)),
         Overlap::Same => Ok(()),
         Overlap::Disjoint => add_into(site, acc, SrcRef::Take(src)),
     }
+}
+
+/// Per-operand size from which `accumulate_and_zero` on device is the accumulate kernel followed by
+/// a driver memset instead of the one fused launch. Below it, saving a launch is what counts (the
+/// fused kernel is about 2x faster); above it, both move the same bytes and the driver's memset
+/// writes faster than a kernel that mixes reads and writes (measured on the H200: the fused kernel
+/// was 0.91-0.95x of accumulate + memset at 16M f32; `benches/shadow_ops.rs` prints both).
+pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
+
+/// Whether kernels can reach both operands.
+fn both_on_device<A, B>(acc: &A, src: &B) -> bool
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory + ?Sized,
+{
+    ShadowMemory::kind(acc).device_accessible() && ShadowMemory::kind(src).device_accessible()
+}
+
+/// The hot path: both operands device-reachable, work on stream `s`. The addresses are taken once
+/// (for cudarc buffers that is also where cudarc orders them against other streams), aliasing is
+/// judged on them, and one launch follows; nothing is launched on a partial overlap.
+fn on_device<A, B>(
+    s: &CudaStream,
+    op: &'static str,
+    acc: &mut A,
+    mut src: SrcRef<'_, B>,
+) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let n = acc.len();
+    let bytes = n * size_of::<A::Elem>();
+    let dtype = A::Elem::DTYPE;
+    let no_address = |acc: &A, src: &SrcRef<'_, B>| Error::UnsupportedKinds {
+        op,
+        dst: ShadowMemory::kind(acc),
+        src: match src {
+            SrcRef::Read(b) => ShadowMemory::kind(*b),
+            SrcRef::Take(b) => ShadowMemory::kind(&**b),
+        },
+        why: "no device address",
+    };
+    let zero_src = matches!(src, SrcRef::Take(_));
+    {
+        let b = match &mut src {
+            SrcRef::Read(b) => b.device(s),
+            SrcRef::Take(b) => b.device_mut(s),
+        };
+        let a = acc.device_mut(s);
+        let (Some(a), Some(b)) = (a, b) else {
+            return Err(no_address(acc, &src));
+        };
+        let relation = Region::of::<A::Elem>(a.addr, n).relation(Region::of::<A::Elem>(b.addr, n));
+        // SAFETY (all launches below): `a` and `b` are device addresses of `n` elements each,
+        // ordered on `s`; they are disjoint, or the same memory where a thread reads each element
+        // before writing it.
+        match (relation, zero_src) {
+            (Overlap::Disjoint, false) => {
+                return unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, false) };
+            }
+            (Overlap::Disjoint, true) if bytes >= FUSED_SPLIT_BYTES => {
+                return unsafe {
+                    kernels::accumulate(s, dtype, a.addr, b.addr, n, false)?;
+                    kernels::zero(s, b.addr, bytes)
+                };
+            }
+            (Overlap::Disjoint, true) => {
+                return unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, true) };
+            }
+            // `acc += acc`.
+            (Overlap::Same, false) => {
+                return unsafe { kernels::accumulate(s, dtype, a.addr, a.addr, n, false) };
+            }
+            // The reverse of a self-copy keeps its cotangent.
+            (Overlap::Same, true) => return Ok(()),
+            (Overlap::Partial, _) => {}
+        }
+    }
+    Err(match src {
+        SrcRef::Read(b) => overlap_error(op, &*acc, b),
+        SrcRef::Take(b) => overlap_error(op, &*acc, &*b),
+    })
 }
 
 /// The source of an accumulation: read only, or read and then zeroed.
@@ -292,28 +385,8 @@ where
     let acc_on_device = acc_kind.device_accessible();
     let src_on_device = src_kind.device_accessible();
     match (acc_on_device, src_on_device) {
-        // Both reachable by kernels: one launch.
-        (true, true) => {
-            let Some(a) = acc.device_mut(s) else {
-                return Err(unsupported("no device address"));
-            };
-            match src {
-                SrcRef::Read(b) => {
-                    let Some(b) = b.device(s) else {
-                        return Err(unsupported("no device address"));
-                    };
-                    // SAFETY: disjoint, `n` elements each, ordered on `s`.
-                    unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, false) }
-                }
-                SrcRef::Take(b) => {
-                    let Some(b) = b.device_mut(s) else {
-                        return Err(unsupported("no device address"));
-                    };
-                    // SAFETY: as above.
-                    unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, true) }
-                }
-            }
-        }
+        // Both reachable by kernels (the public operations take this path before coming here).
+        (true, true) => on_device(s, "accumulate", acc, src),
         // Device accumulator, pageable source: stage the source on the device.
         (true, false) => {
             let guard = staging::lock(s)?;

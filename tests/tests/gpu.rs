@@ -782,6 +782,48 @@ fn adjoint_checks_on_device_every_dtype_random_sizes_and_offsets() {
     }
 }
 
+/// `accumulate_and_zero` takes two paths on device: one fused launch below
+/// `FUSED_SPLIT_BYTES` per operand, the accumulate kernel and a memset above. Both give
+/// `acc == prior + src` exactly, `src == 0` in range, and touch nothing outside, on views at
+/// equal and at different alignments.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn accumulate_and_zero_below_and_above_the_split_on_views() {
+    use rules_runtime::{On, accumulate_and_zero, ops::FUSED_SPLIT_BYTES};
+    let s = gpu();
+    let split = FUSED_SPLIT_BYTES / size_of::<f32>();
+    for (n, aoff, soff) in [
+        (split - 1, 1, 1),
+        (split + 5, 1, 1),
+        (split + 5, 0, 3),
+        (split, 4, 0),
+    ] {
+        let total = n + 8;
+        let a0 = random_vec::<f32>(total, n as u64);
+        let s0 = random_vec::<f32>(total, n as u64 + 1);
+        let mut a = s.clone_htod(&a0).unwrap();
+        let mut b = s.clone_htod(&s0).unwrap();
+        {
+            let mut av = a.slice_mut(aoff..aoff + n);
+            let mut bv = b.slice_mut(soff..soff + n);
+            accumulate_and_zero(On::stream(&s), &mut av, &mut bv).unwrap();
+        }
+        let (a1, s1) = (to_vec(&s, &a), to_vec(&s, &b));
+        for i in 0..total {
+            let inside_a = (aoff..aoff + n).contains(&i);
+            let expected = if inside_a {
+                a0[i] + s0[i - aoff + soff]
+            } else {
+                a0[i]
+            };
+            assert_eq!(a1[i].to_bits(), expected.to_bits(), "acc[{i}] (n = {n})");
+            let inside_s = (soff..soff + n).contains(&i);
+            let expected = if inside_s { 0.0 } else { s0[i] };
+            assert_eq!(s1[i].to_bits(), expected.to_bits(), "src[{i}] (n = {n})");
+        }
+    }
+}
+
 // ---- Streams ---------------------------------------------------------------------------------
 
 /// The reverse work lands on the copy's own (non-default) stream: with that stream held at a
