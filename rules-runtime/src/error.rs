@@ -115,6 +115,49 @@ pub enum Error {
         message: String,
     },
 
+    /// The NCCL library could not be loaded (collective rules and communicators need it).
+    #[error(
+        "no NCCL library was found on this machine (libnccl.so could not be loaded); \
+         install NCCL, or put the directory holding libnccl.so on LD_LIBRARY_PATH \
+         (a pip wheel such as nvidia-nccl-cu13 ships only libnccl.so.2: link libnccl.so to it)"
+    )]
+    NoNccl,
+
+    /// An NCCL call failed.
+    #[error("NCCL error in {op}: {code} ({message})")]
+    Nccl {
+        /// The operation that failed.
+        op: &'static str,
+        /// NCCL's result code, e.g. `ncclInvalidUsage`.
+        code: String,
+        /// NCCL's description of it.
+        message: String,
+    },
+
+    /// A root or peer rank does not exist in the communicator.
+    #[error("{what} {rank} is not a rank of this communicator, which has ranks 0..{world_size}")]
+    InvalidRank {
+        /// Which rank argument (e.g. "the root of `broadcast`").
+        what: &'static str,
+        /// The rank given (negative ranks as given).
+        rank: i64,
+        /// The communicator's number of ranks.
+        world_size: usize,
+    },
+
+    /// One device cannot map another device's memory (no peer access between them).
+    #[error(
+        "device {from} cannot access the memory of device {to} directly (no peer access between \
+         them); copy rules across them still work, staged through peer copies, but direct peer \
+         access cannot be enabled"
+    )]
+    NoPeerAccess {
+        /// The device that would access.
+        from: usize,
+        /// The device whose memory would be accessed.
+        to: usize,
+    },
+
     /// The user's primal copy function returned an error.
     #[error("the primal copy failed: {0}")]
     Primal(#[source] PrimalError),

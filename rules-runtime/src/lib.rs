@@ -32,12 +32,15 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod collective;
 pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod kernels;
 pub mod memory;
+pub mod nccl;
 pub mod ops;
+pub mod peer;
 pub mod rules;
 mod staging;
 pub mod testing;
@@ -46,6 +49,7 @@ pub mod testing;
 pub use cudarc;
 
 pub use activity::{Const, Duplicated, DuplicatedOnly};
+pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
 pub use memory::{MemoryKind, ShadowMemory};
@@ -57,9 +61,15 @@ pub use rules_macro::derivative_rule;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::activity::{Activity, DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
+    pub use crate::collective::{
+        Collective, CollectiveTape, collective_augmented_primal, collective_forward,
+        collective_reverse, recv_augmented_primal, recv_forward, recv_reverse,
+        send_augmented_primal, send_forward, send_reverse,
+    };
     pub use crate::element::Differentiable;
     pub use crate::error::{Error, Result};
     pub use crate::memory::{MemoryKind, SameElem, ShadowMemory};
+    pub use crate::nccl::{AsComm, CollectiveDst, CollectiveSrc, NcclElement, RankArg};
     pub use crate::ops::{AsStream, On};
     pub use crate::rules::{
         CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,

@@ -9,7 +9,8 @@ use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
 use crate::error::{Error, PrimalError, Result};
 use crate::memory::raw::RawShadow;
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory};
-use crate::ops::{self, On};
+use crate::ops::On;
+use crate::peer;
 
 /// What a copy primitive may return: `()` or `Result<(), E>`.
 #[diagnostic::on_unimplemented(
@@ -149,7 +150,7 @@ where
         match src.lane(k) {
             Some(ds) if dd.region() == ds.region() => {} // self-copy: identity
             Some(ds) => primal(dd, ds).into_result()?,
-            None => ops::zero(on, dd)?,
+            None => peer::zero(on, dd)?,
         }
     }
     Ok(())
@@ -199,8 +200,8 @@ where
     for k in 0..D::WIDTH {
         let Some(dd) = dst.lane_mut(k) else { continue };
         match src.lane_mut(k) {
-            Some(ds) => ops::accumulate_and_zero(on, ds, dd)?,
-            None => ops::zero(on, dd)?,
+            Some(ds) => peer::accumulate_and_zero(on, ds, dd)?,
+            None => peer::zero(on, dd)?,
         }
     }
     Ok(())
@@ -313,7 +314,7 @@ where
                 };
                 primal(d, s).into_result()?;
             }
-            None => ops::zero(on, &mut dd)?,
+            None => peer::zero(on, &mut dd)?,
         }
     }
     Ok(())
@@ -371,8 +372,8 @@ where
     tape.check(shape.n, shape.dst_offset, shape.src_offset, D::WIDTH)?;
     for (mut dd, ds) in plan.lanes {
         match ds {
-            Some(mut ds) => ops::accumulate_and_zero(on, &mut ds, &mut dd)?,
-            None => ops::zero(on, &mut dd)?,
+            Some(mut ds) => peer::accumulate_and_zero(on, &mut ds, &mut dd)?,
+            None => peer::zero(on, &mut dd)?,
         }
     }
     Ok(())
