@@ -220,11 +220,12 @@ where
     }
 }
 
-/// Per-operand size from which `accumulate_and_zero` on device is the accumulate kernel followed by
-/// a driver memset instead of the one fused launch. Below it, saving a launch is what counts (the
+/// Per-operand size from which `accumulate_and_zero` with both operands in device memory is the
+/// accumulate kernel followed by a driver memset instead of the one fused launch. Below it, saving a launch is what counts (the
 /// fused kernel is about 2x faster); above it, both move the same bytes and the driver's memset
 /// writes faster than a kernel that mixes reads and writes (measured on the H200: the fused kernel
-/// was 0.91-0.95x of accumulate + memset at 16M f32; `benches/shadow_ops.rs` prints both).
+/// was 1.17x faster than accumulate + memset at 4M f32 (16 MiB) but 0.86x at 8M and 0.94x at 16M;
+/// `benches/shadow_ops.rs` prints both).
 pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
 
 /// Whether kernels can reach both operands.
@@ -262,6 +263,13 @@ where
         why: "no device address",
     };
     let zero_src = matches!(src, SrcRef::Take(_));
+    // The split pays off only in device memory; across the host link (pinned, unified memory)
+    // one fused pass moves the reads and the zero writes in both directions at once.
+    let in_device_memory = ShadowMemory::kind(acc) == MemoryKind::Device
+        && match &src {
+            SrcRef::Read(b) => ShadowMemory::kind(*b),
+            SrcRef::Take(b) => ShadowMemory::kind(&**b),
+        } == MemoryKind::Device;
     {
         let b = match &mut src {
             SrcRef::Read(b) => b.device(s),
@@ -279,7 +287,7 @@ where
             (Overlap::Disjoint, false) => {
                 return unsafe { kernels::accumulate(s, dtype, a.addr, b.addr, n, false) };
             }
-            (Overlap::Disjoint, true) if bytes >= FUSED_SPLIT_BYTES => {
+            (Overlap::Disjoint, true) if bytes >= FUSED_SPLIT_BYTES && in_device_memory => {
                 return unsafe {
                     kernels::accumulate(s, dtype, a.addr, b.addr, n, false)?;
                     kernels::zero(s, b.addr, bytes)

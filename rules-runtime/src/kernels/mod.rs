@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 /// The PTX of `shadow.cu`.
 pub const PTX: &str = include_str!("shadow.ptx");
 
-/// Threads per block. One 16-byte vector per thread per iteration. 1024 measured best (or tied) of
-/// 256 / 512 / 1024 on the H200 at 16M-256M elements (`tools/kernel-explore`, 2026-12-02).
-const THREADS: u32 = 1024;
+/// Threads per block. One 16-byte vector per thread per iteration. 256, 512 and 1024 measured within
+/// 1% of each other on the H200 from 1M to 256M elements, also over the host link
+/// (`tools/kernel-explore`, 2026-12-02).
+const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
 
