@@ -9,18 +9,151 @@ use quote::ToTokens;
 use syn::{Ident, Path};
 
 /// The rule kinds the attribute knows.
-pub const RULE_KINDS: &[&str] = &[COPY];
-/// `#[derivative_rule(copy)]`: `dst ← src`.
-pub const COPY: &str = "copy";
-/// Future kinds, named so that the error can say they are not available yet.
-pub const PLANNED_KINDS: &[&str] = &[
-    "memset",
-    "fill",
-    "copy2d",
-    "copy3d",
-    "broadcast",
-    "all_gather",
+pub const RULE_KINDS: &[&str] = &[
+    COPY,
+    BROADCAST,
+    REDUCE,
+    ALL_GATHER,
+    REDUCE_SCATTER,
+    ALL_REDUCE,
+    SEND,
+    RECV,
+    SEND_RECV,
 ];
+/// `#[derivative_rule(copy)]`: `dst ← src`, also between devices (a peer copy).
+pub const COPY: &str = "copy";
+/// `#[derivative_rule(broadcast)]`: NCCL broadcast from `#[root]`.
+pub const BROADCAST: &str = "broadcast";
+/// `#[derivative_rule(reduce)]`: NCCL reduce (sum) to `#[root]`.
+pub const REDUCE: &str = "reduce";
+/// `#[derivative_rule(all_gather)]`: NCCL all-gather.
+pub const ALL_GATHER: &str = "all_gather";
+/// `#[derivative_rule(reduce_scatter)]`: NCCL reduce-scatter (sum).
+pub const REDUCE_SCATTER: &str = "reduce_scatter";
+/// `#[derivative_rule(all_reduce)]`: NCCL all-reduce (sum).
+pub const ALL_REDUCE: &str = "all_reduce";
+/// `#[derivative_rule(send)]`: NCCL send to `#[peer]`.
+pub const SEND: &str = "send";
+/// `#[derivative_rule(recv)]`: NCCL receive from `#[peer]`.
+pub const RECV: &str = "recv";
+/// `#[derivative_rule(send_recv)]`: NCCL send to `#[send_to]` and receive from `#[recv_from]`.
+pub const SEND_RECV: &str = "send_recv";
+/// Future kinds, named so that the error can say they are not available yet.
+pub const PLANNED_KINDS: &[&str] = &["memset", "fill", "copy2d", "copy3d"];
+/// Other names for the kinds, as NCCL, MPI and other libraries spell them, with the advice.
+const KIND_SYNONYMS: &[(&str, &str)] = &[
+    ("bcast", "did you mean `broadcast`?"),
+    ("allgather", "did you mean `all_gather`?"),
+    ("allreduce", "did you mean `all_reduce`?"),
+    ("reducescatter", "did you mean `reduce_scatter`?"),
+    ("receive", "did you mean `recv`?"),
+    ("sendrecv", "did you mean `send_recv`?"),
+    (
+        "peer_copy",
+        "a copy between devices is a `copy` rule: write `#[derivative_rule(copy)]`; its reverse accumulates across devices",
+    ),
+];
+
+/// The NCCL collectives the attribute knows, each with its forward and adjoint (DESIGN §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collective {
+    /// `y ← x` of the root.
+    Broadcast,
+    /// `y (root) ← Σ x`.
+    Reduce,
+    /// `y ← [x of every rank]`.
+    AllGather,
+    /// `y ← chunk of Σ x`.
+    ReduceScatter,
+    /// `y ← Σ x`.
+    AllReduce,
+    /// `x` to a peer.
+    Send,
+    /// `y ←` from a peer.
+    Recv,
+    /// both, in one group.
+    SendRecv,
+}
+
+impl Collective {
+    /// The collective a kind names, if it names one.
+    pub fn from_name(name: &str) -> Option<Collective> {
+        Some(match name {
+            BROADCAST => Collective::Broadcast,
+            REDUCE => Collective::Reduce,
+            ALL_GATHER => Collective::AllGather,
+            REDUCE_SCATTER => Collective::ReduceScatter,
+            ALL_REDUCE => Collective::AllReduce,
+            SEND => Collective::Send,
+            RECV => Collective::Recv,
+            SEND_RECV => Collective::SendRecv,
+            _ => return None,
+        })
+    }
+
+    /// The kind as the attribute spells it (and as the runtime's constructor is named).
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Broadcast => BROADCAST,
+            Collective::Reduce => REDUCE,
+            Collective::AllGather => ALL_GATHER,
+            Collective::ReduceScatter => REDUCE_SCATTER,
+            Collective::AllReduce => ALL_REDUCE,
+            Collective::Send => SEND,
+            Collective::Recv => RECV,
+            Collective::SendRecv => SEND_RECV,
+        }
+    }
+
+    /// Whether the rule has an output buffer (`#[dst]`).
+    pub fn has_dst(self) -> bool {
+        self != Collective::Send
+    }
+
+    /// Whether the rule has an input buffer (`#[src]`).
+    pub fn has_src(self) -> bool {
+        self != Collective::Recv
+    }
+
+    /// The rank roles the rule takes, in the order the runtime's constructor takes them.
+    pub fn ranks(self) -> &'static [Role] {
+        match self {
+            Collective::Broadcast | Collective::Reduce => &[Role::Root],
+            Collective::Send | Collective::Recv => &[Role::Peer],
+            Collective::SendRecv => &[Role::SendTo, Role::RecvFrom],
+            _ => &[],
+        }
+    }
+
+    /// The collective whose derivative rules are this one's adjoint, in words.
+    pub fn adjoint(self) -> &'static str {
+        match self {
+            Collective::Broadcast => "reduce (sum) to the root",
+            Collective::Reduce => "broadcast from the root",
+            Collective::AllGather => "reduce-scatter (sum)",
+            Collective::ReduceScatter => "all-gather",
+            Collective::AllReduce => "all-reduce (sum), its own adjoint",
+            Collective::Send => "receive from the peer, then accumulate",
+            Collective::Recv => "send back to the peer, then zero",
+            Collective::SendRecv => "send_recv with the two peers swapped, then accumulate",
+        }
+    }
+}
+
+/// The collectives whose rules have each rank role, for messages.
+pub fn kinds_with(role: Role) -> Vec<&'static str> {
+    [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::Send,
+        Collective::Recv,
+        Collective::SendRecv,
+    ]
+    .into_iter()
+    .filter(|c| c.ranks().contains(&role))
+    .map(Collective::name)
+    .collect()
+}
 
 /// `crate = path`: where the runtime is, for users who renamed it.
 pub const CRATE: &str = "crate";
@@ -215,6 +348,9 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
             format!("a rule has one kind, and `{first}` was already given; remove this one"),
         );
     } else if RULE_KINDS.contains(&name) {
+        args.kind = Some(ident.clone());
+    } else if let Some((_, advice)) = KIND_SYNONYMS.iter().find(|(k, _)| *k == name) {
+        cx.error_spanned_by(ident, format!("unknown rule kind `{name}`: {advice}"));
         args.kind = Some(ident.clone());
     } else if PLANNED_KINDS.contains(&name) {
         cx.error_spanned_by(

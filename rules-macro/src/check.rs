@@ -4,12 +4,14 @@
 //! argument's span by [`crate::expand`].
 
 mod buffers;
+mod collective;
 
 use crate::args::MemKind;
 use crate::errors::Ctxt;
 use crate::parse::{Param, Role, Rule, VARIADIC_MESSAGE};
-use crate::types::{find_impl_trait, is_stream_type, replace_impl_trait, show};
+use crate::types::{find_impl_trait, is_comm_type, is_stream_type, replace_impl_trait, show};
 use buffers::check_buffers;
+pub use collective::{CheckedCollective, check_collective};
 use quote::ToTokens;
 use syn::{GenericArgument, PathArguments, ReturnType, Type};
 
@@ -67,12 +69,7 @@ pub enum Shape {
 
 /// Runs every check; returns the plan for expansion when none failed.
 pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Checked> {
-    check_rule_kind(cx, rule);
-    check_async(cx, rule);
-    check_variadic(cx, rule);
-    check_receiver(cx, rule);
-    check_impl_trait(cx, rule);
-    check_return_type(cx, rule);
+    check_common(cx, rule);
     let dst = check_one_role(cx, rule, Role::Dst);
     let src = check_one_role(cx, rule, Role::Src);
     let stream = check_stream(cx, rule);
@@ -86,6 +83,7 @@ pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Checked> {
     {
         check_device_pointer_stream(cx, rule, *dst_kind, *src_kind, stream);
     }
+    check_collective_roles_on_copy(cx, rule);
     if cx.has_errors() {
         return None;
     }
@@ -99,6 +97,39 @@ pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Checked> {
         shape,
         unsafety,
     })
+}
+
+/// The checks every rule kind shares: a kind, and a function the generated rules can call.
+fn check_common(cx: &Ctxt, rule: &Rule) {
+    check_rule_kind(cx, rule);
+    check_async(cx, rule);
+    check_variadic(cx, rule);
+    check_receiver(cx, rule);
+    check_impl_trait(cx, rule);
+    check_return_type(cx, rule);
+}
+
+/// The communicator and the ranks belong to collective rules; on a copy they would be silently
+/// passed through, and the user would believe the copy is a collective.
+fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
+    for p in &rule.params {
+        let Some(mark) = &p.role else { continue };
+        let kinds = match mark.role {
+            Role::Comm => "`broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send`, `recv`, `send_recv`".to_string(),
+            Role::Root | Role::Peer | Role::SendTo | Role::RecvFrom => {
+                crate::errors::one_of(&crate::args::kinds_with(mark.role))
+            }
+            _ => continue,
+        };
+        cx.error_spanned_by(
+            &mark.attr,
+            format!(
+                "`{}` belongs to collective rules ({kinds}); a copy has no {}: remove it, or make the rule a collective",
+                mark.role.attr(),
+                mark.role.noun(),
+            ),
+        );
+    }
 }
 
 /// A rule needs a kind: it says which semantics (DESIGN §3) the generated rules implement.
@@ -226,8 +257,9 @@ fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
         cx.error_spanned_by(
             rule.params[i].role_tokens(),
             format!(
-                "`{a}` is given twice: a copy rule has exactly one {noun}; remove this `{a}`, or give `{n}` its real role",
+                "`{a}` is given twice: {rule} has exactly one {noun}; remove this `{a}`, or give `{n}` its real role",
                 a = wanted.attr(),
+                rule = rule.kind_noun(),
                 noun = wanted.noun(),
                 n = rule.params[i].name,
             ),
@@ -257,10 +289,11 @@ fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
                     a = wanted.attr(),
                     noun = wanted.noun(),
                     n = if wanted == Role::Dst { "dst" } else { "src" },
-                    t = if wanted == Role::Dst {
-                        "&mut [f32]"
-                    } else {
-                        "&[f32]"
+                    t = match (wanted == Role::Dst, rule.collective().is_some()) {
+                        (true, false) => "&mut [f32]",
+                        (false, false) => "&[f32]",
+                        (true, true) => "&mut CudaSlice<f32>",
+                        (false, true) => "&CudaSlice<f32>",
                     },
                 ),
             ),
@@ -273,7 +306,9 @@ fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
 fn fits_role(ty: &Type, role: Role) -> bool {
     match (ty, role) {
         (Type::Reference(r), Role::Dst) => r.mutability.is_some(),
-        (Type::Reference(r), Role::Src) => r.mutability.is_none() && !is_stream_type(ty),
+        (Type::Reference(r), Role::Src) => {
+            r.mutability.is_none() && !is_stream_type(ty) && !is_comm_type(ty)
+        }
         (Type::Ptr(p), Role::Dst) => matches!(p.mutability, syn::PointerMutability::Mut(_)),
         (Type::Ptr(p), Role::Src) => matches!(p.mutability, syn::PointerMutability::Const(_)),
         _ => false,

@@ -8,8 +8,10 @@
 //! stream, a return type), so rustc reports it there, worded by the trait's `on_unimplemented`.
 //! The same bounds let the bodies type-check, so a failed bound is one error, not a cascade.
 
+mod collective;
+
 use crate::args::{MemKind, parse_args};
-use crate::check::{Checked, Shape, check};
+use crate::check::{Checked, Shape, check, check_collective};
 use crate::docs::Docs;
 use crate::errors::Ctxt;
 use crate::parse::{Item, Rule, parse_fn};
@@ -31,8 +33,21 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
-    let checked = check(&cx, &rule);
     let func = &rule.func;
+    if let Some(kind) = rule.collective() {
+        return match check_collective(&cx, &rule, kind) {
+            Some(c) if !cx.has_errors() => {
+                let rules = collective::expand(&rule, &c);
+                quote!(#func #rules)
+            }
+            _ => {
+                let stubs = stubs(&rule);
+                let errors = cx.into_compile_errors();
+                quote!(#func #stubs #errors)
+            }
+        };
+    }
+    let checked = check(&cx, &rule);
     match checked {
         Some(c) if !cx.has_errors() => {
             let rules = expand_rules(&rule, &c);
@@ -109,8 +124,13 @@ fn stubs(rule: &Rule) -> TokenStream {
     let tys: Vec<Ident> = (0..rule.params.len())
         .map(|i| format_ident!("__A{}", i))
         .collect();
+    let tape_ty = if rule.collective().is_some() {
+        quote!(#p::CollectiveTape)
+    } else {
+        quote!(#p::CopyTape)
+    };
     let stub = |name: &Ident, ok: TokenStream, tape: bool| {
-        let tape = tape.then(|| quote!(_: #p::CopyTape,));
+        let tape = tape.then(|| quote!(_: #tape_ty,));
         quote! {
             #[doc(hidden)]
             #allow
@@ -126,7 +146,7 @@ fn stubs(rule: &Rule) -> TokenStream {
         reverse,
     } = &names;
     let f = stub(forward, quote!(()), false);
-    let a = stub(augmented, quote!(#p::CopyTape), false);
+    let a = stub(augmented, tape_ty.clone(), false);
     let r = stub(reverse, quote!(()), true);
     quote!(#f #a #r)
 }
@@ -334,37 +354,14 @@ impl Generator<'_> {
             .collect()
     }
 
-    /// The call of the primal inside the closure the runtime runs once per lane. Pass-through
-    /// arguments: references are reborrowed, by-value ones copied (they must be `Copy`, checked at
-    /// their type; borrowing them keeps a non-`Copy` one from a second error about moving out).
+    /// The call of the primal inside the closure the runtime runs; see [`primal_call`].
     fn primal_call(&self) -> TokenStream {
-        let (private, rule) = (&self.private, self.rule);
-        let args = rule.params.iter().enumerate().map(|(i, prm)| {
-            let n = &prm.name;
-            if i == self.checked.dst {
-                return quote!(__d);
-            }
-            if i == self.checked.src {
-                return quote!(__s);
-            }
-            match &prm.ty {
-                Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#n),
-                Type::Reference(_) | Type::Ptr(_) => quote!(#n),
-                ty => {
-                    let span = first_span(ty);
-                    let copy = respan(quote!(#private::pass_through), span);
-                    let mut n = n.clone();
-                    n.set_span(span);
-                    quote_spanned!(span=> #copy(&#n))
-                }
-            }
-        });
-        let name = &rule.func.sig.ident;
-        if matches!(rule.func.sig.safety, syn::Safety::Unsafe(_)) {
-            quote!(unsafe { #name(#(#args),*) })
-        } else {
-            quote!(#name(#(#args),*))
-        }
+        primal_call(
+            &self.private,
+            self.rule,
+            Some(self.checked.dst),
+            Some(self.checked.src),
+        )
     }
 
     /// `R: PrimalOutcome` at the return type the user wrote, if any.
@@ -490,5 +487,43 @@ impl Generator<'_> {
         quote! {
             #p::PtrCopy { dst_kind: #dk, src_kind: #sk, dst_offset: #doff, src_offset: #soff, n: #n }
         }
+    }
+}
+
+/// The call of the primal inside the closure the runtime runs (once per lane for copies). The
+/// buffers are the closure's `__d` and `__s`. Pass-through arguments: references are reborrowed,
+/// by-value ones copied (they must be `Copy`, checked at their type; borrowing them keeps a
+/// non-`Copy` one from a second error about moving out).
+fn primal_call(
+    private: &TokenStream,
+    rule: &Rule,
+    dst: Option<usize>,
+    src: Option<usize>,
+) -> TokenStream {
+    let args = rule.params.iter().enumerate().map(|(i, prm)| {
+        let n = &prm.name;
+        if Some(i) == dst {
+            return quote!(__d);
+        }
+        if Some(i) == src {
+            return quote!(__s);
+        }
+        match &prm.ty {
+            Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#n),
+            Type::Reference(_) | Type::Ptr(_) => quote!(#n),
+            ty => {
+                let span = first_span(ty);
+                let copy = respan(quote!(#private::pass_through), span);
+                let mut n = n.clone();
+                n.set_span(span);
+                quote_spanned!(span=> #copy(&#n))
+            }
+        }
+    });
+    let name = &rule.func.sig.ident;
+    if matches!(rule.func.sig.safety, syn::Safety::Unsafe(_)) {
+        quote!(unsafe { #name(#(#args),*) })
+    } else {
+        quote!(#name(#(#args),*))
     }
 }

@@ -17,6 +17,11 @@ pub const ROLES: &[&str] = &[
     ROLE_DST_OFFSET,
     ROLE_SRC_OFFSET,
     ROLE_STREAM,
+    ROLE_COMM,
+    ROLE_ROOT,
+    ROLE_PEER,
+    ROLE_SEND_TO,
+    ROLE_RECV_FROM,
 ];
 /// `#[dst]`: the destination buffer or pointer.
 pub const ROLE_DST: &str = "dst";
@@ -30,6 +35,16 @@ pub const ROLE_DST_OFFSET: &str = "dst_offset";
 pub const ROLE_SRC_OFFSET: &str = "src_offset";
 /// `#[stream]`: the CUDA stream the copy runs on.
 pub const ROLE_STREAM: &str = "stream";
+/// `#[comm]`: the NCCL communicator of a collective rule.
+pub const ROLE_COMM: &str = "comm";
+/// `#[root]`: the root rank of a `broadcast` or `reduce` rule.
+pub const ROLE_ROOT: &str = "root";
+/// `#[peer]`: the other rank of a `send` or `recv` rule.
+pub const ROLE_PEER: &str = "peer";
+/// `#[send_to]`: the rank a `send_recv` rule sends to.
+pub const ROLE_SEND_TO: &str = "send_to";
+/// `#[recv_from]`: the rank a `send_recv` rule receives from.
+pub const ROLE_RECV_FROM: &str = "recv_from";
 
 /// Attribute names that are likely meant as roles, with the role they mean (`None`: ambiguous).
 const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
@@ -45,6 +60,10 @@ const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
     ("count", Some(Role::Len)),
     ("n", Some(Role::Len)),
     ("offset", None),
+    ("communicator", Some(Role::Comm)),
+    ("nccl", Some(Role::Comm)),
+    ("root_rank", Some(Role::Root)),
+    ("rank", None),
 ];
 
 /// The role of a parameter.
@@ -62,6 +81,16 @@ pub enum Role {
     SrcOffset,
     /// The CUDA stream the copy runs on.
     Stream,
+    /// The NCCL communicator of a collective.
+    Comm,
+    /// The root rank of a broadcast or reduce.
+    Root,
+    /// The other rank of a send or recv.
+    Peer,
+    /// The rank a send_recv sends to.
+    SendTo,
+    /// The rank a send_recv receives from.
+    RecvFrom,
 }
 
 impl Role {
@@ -73,6 +102,11 @@ impl Role {
             ROLE_DST_OFFSET => Role::DstOffset,
             ROLE_SRC_OFFSET => Role::SrcOffset,
             ROLE_STREAM => Role::Stream,
+            ROLE_COMM => Role::Comm,
+            ROLE_ROOT => Role::Root,
+            ROLE_PEER => Role::Peer,
+            ROLE_SEND_TO => Role::SendTo,
+            ROLE_RECV_FROM => Role::RecvFrom,
             _ => return None,
         })
     }
@@ -86,6 +120,11 @@ impl Role {
             Role::DstOffset => "#[dst_offset]",
             Role::SrcOffset => "#[src_offset]",
             Role::Stream => "#[stream]",
+            Role::Comm => "#[comm]",
+            Role::Root => "#[root]",
+            Role::Peer => "#[peer]",
+            Role::SendTo => "#[send_to]",
+            Role::RecvFrom => "#[recv_from]",
         }
     }
 
@@ -98,6 +137,11 @@ impl Role {
             Role::DstOffset => "destination offset",
             Role::SrcOffset => "source offset",
             Role::Stream => "stream",
+            Role::Comm => "communicator",
+            Role::Root => "root rank",
+            Role::Peer => "peer rank",
+            Role::SendTo => "rank to send to",
+            Role::RecvFrom => "rank to receive from",
         }
     }
 }
@@ -150,6 +194,27 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The collective the rule's kind names, if it names one.
+    pub fn collective(&self) -> Option<crate::args::Collective> {
+        let kind = self.args.kind.as_ref()?;
+        crate::args::Collective::from_name(&kind.to_string())
+    }
+
+    /// "a copy rule", "an `all_gather` rule": the rule, in words.
+    pub fn kind_noun(&self) -> String {
+        match self.collective() {
+            Some(c) => {
+                let article = if c.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                format!("{article} `{}` rule", c.name())
+            }
+            None => "a copy rule".to_string(),
+        }
+    }
+
     /// Indices of the parameters marked with `role`.
     pub fn with_role(&self, role: Role) -> Vec<usize> {
         (0..self.params.len())
@@ -345,6 +410,10 @@ fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
     }
     let (meant, hint) = match ROLE_SYNONYMS.iter().find(|(s, _)| *s == name) {
         Some((_, Some(r))) => (Some(*r), format!("; did you mean `{}`?", r.attr())),
+        Some((_, None)) if name == "rank" => (
+            None,
+            "; did you mean `#[root]`, `#[peer]`, `#[send_to]` or `#[recv_from]`?".to_string(),
+        ),
         Some((_, None)) => (
             None,
             "; did you mean `#[dst_offset]` or `#[src_offset]`?".to_string(),

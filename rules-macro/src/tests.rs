@@ -58,6 +58,66 @@ fn a_renamed_runtime_is_the_only_runtime_path() {
 }
 
 #[test]
+fn collective_rules_expand_to_runtime_calls() {
+    let buffers = "#[src] x: &CudaSlice<f32>, #[dst] y: &mut CudaSlice<f32>";
+    for (kind, ranks, body) in [
+        ("broadcast", ", #[root] r: usize", "collective_forward"),
+        ("reduce", ", #[root] r: i32", "collective_forward"),
+        ("all_gather", "", "collective_forward"),
+        ("reduce_scatter", "", "collective_forward"),
+        ("all_reduce", "", "collective_forward"),
+        (
+            "send_recv",
+            ", #[send_to] a: usize, #[recv_from] b: usize",
+            "collective_forward",
+        ),
+    ] {
+        let out = expand(kind, &format!("fn f(comm: &Comm{ranks}, {buffers}) {{}}"));
+        assert_eq!(errors(&out), 0, "{kind}: {out}");
+        assert!(out.contains(body), "{kind}: {out}");
+        assert!(
+            out.contains(&format!("Collective :: {kind} (comm")),
+            "{kind}: {out}"
+        );
+        assert!(out.contains("CollectiveTape"), "{kind}: {out}");
+        for name in ["fn f_forward", "fn f_augmented_primal", "fn f_reverse"] {
+            assert!(out.contains(name), "{kind}: missing {name} in {out}");
+        }
+    }
+    let out = expand(
+        "send",
+        "fn f(#[comm] c: &Arc<Comm>, #[peer] p: u32, #[src] x: &CudaSlice<f32>) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        out.contains("send_reverse") && !out.contains("__Dst"),
+        "{out}"
+    );
+    let out = expand(
+        "recv",
+        "fn f(comm: &Comm, #[peer] p: u32, #[dst] y: &mut CudaSlice<f32>) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        out.contains("recv_reverse") && !out.contains("__Src"),
+        "{out}"
+    );
+}
+
+#[test]
+fn collective_misuse_is_reported_in_one_pass_with_stubs() {
+    let out = expand(
+        "all_gather, src = device",
+        "fn f(#[root] r: usize, #[len] n: usize, #[src] x: &mut [f32], #[dst] y: &CudaSlice<Complex<f32>>) {}",
+    );
+    // no communicator, a root on all_gather, `#[len]`, `src = device`, host source, mutable
+    // source, immutable destination, complex elements.
+    assert!(errors(&out) >= 7, "{} errors in {out}", errors(&out));
+    assert!(out.contains("fn f_reverse"), "stubs: {out}");
+    assert!(out.contains("CollectiveTape"), "collective stubs: {out}");
+}
+
+#[test]
 fn every_problem_is_reported_in_one_pass() {
     let out = expand(
         "copy, forwrd = f, dst = gpu",
@@ -217,6 +277,11 @@ fn attr_args() -> impl Strategy<Value = TokenStream> {
                 "stream = s",
                 "a::b = c",
                 "copy forward = f",
+                "all_gather",
+                "broadcast",
+                "send",
+                "allreduce",
+                "peer_copy",
                 "= =",
                 "",
             ][..]
@@ -414,6 +479,29 @@ const EXTRA_PARAMS: &[&str] = &[
     "name: String",
     "#[dst_offset] at: usize",
 ];
+/// Collective kinds with the communicator and ranks each needs.
+const COLLECTIVES: &[(&str, &str)] = &[
+    ("broadcast", "comm: &Comm, #[root] r: usize"),
+    ("reduce", "comm: &Comm, #[root] r: i32"),
+    ("all_gather", "comm: &Comm"),
+    ("reduce_scatter", "#[comm] c: &Arc<Comm>"),
+    ("all_reduce", "comm: &'a Comm"),
+    (
+        "send_recv",
+        "comm: &Comm, #[send_to] a: usize, #[recv_from] b: usize",
+    ),
+    ("send", "comm: &Comm, #[peer] p: usize"),
+    ("all_gather", ""),
+];
+/// Device buffers (and a few that collectives refuse).
+const COLLECTIVE_BUFS: &[(&str, &str)] = &[
+    ("&mut CudaSlice<f32>", "&CudaSlice<f32>"),
+    ("&mut CudaViewMut<'_, T>", "&CudaView<'_, T>"),
+    ("&'a mut CudaSlice<half::f16>", "&'a CudaSlice<half::f16>"),
+    ("&mut [f32]", "&[f32]"),
+    ("*mut f32", "*const f32"),
+    ("&mut CudaSlice<Complex<f32>>", "&CudaSlice<Complex<f32>>"),
+];
 const GOOD_RETURNS: &[&str] = &[
     "",
     "-> ()",
@@ -442,8 +530,13 @@ fn rule_signature() -> impl Strategy<Value = (String, String)> {
                 "#[len] n: usize",
             )
         });
+    let collective = (
+        prop::sample::select(COLLECTIVES),
+        prop::sample::select(COLLECTIVE_BUFS),
+    )
+        .prop_map(|((k, extra), (d, s))| (k.to_string(), d.to_string(), s.to_string(), extra));
     (
-        prop_oneof![slice, pointer],
+        prop_oneof![slice, pointer, collective],
         prop::sample::select(
             &[
                 "",

@@ -11,6 +11,10 @@ use syn::{GenericArgument, Lifetime, PathArguments, Type};
 const CUDA_STREAM: &str = "CudaStream";
 /// `Arc`, which may wrap a stream.
 const ARC: &str = "Arc";
+/// `Rc`, which may wrap a communicator.
+const RC: &str = "Rc";
+/// NCCL's communicator type (`cudarc::nccl::Comm`), as the last segment of its path.
+const COMM: &str = "Comm";
 /// `Vec`, a host container whose shadow impl asks only `Differentiable` of its element.
 const VEC: &str = "Vec";
 /// `num_complex::Complex`.
@@ -141,6 +145,21 @@ pub fn is_stream_type(ty: &Type) -> bool {
                 || (s.ident == ARC
                     && matches!(&s.arguments, PathArguments::AngleBracketed(a)
                         if matches!(a.args.first(), Some(GenericArgument::Type(t)) if is_stream_type(t))))
+        }),
+        _ => false,
+    }
+}
+
+/// Whether `ty` is an NCCL communicator by its name: `Comm`, `Arc<Comm>`, `Rc<Comm>`, or a
+/// reference to one.
+pub fn is_comm_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => is_comm_type(&r.elem),
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+            s.ident == COMM
+                || ((s.ident == ARC || s.ident == RC)
+                    && matches!(&s.arguments, PathArguments::AngleBracketed(a)
+                        if matches!(a.args.first(), Some(GenericArgument::Type(t)) if is_comm_type(t))))
         }),
         _ => false,
     }

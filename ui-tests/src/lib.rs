@@ -82,6 +82,34 @@ pub unsafe fn copy_raw(
     unsafe { std::ptr::copy_nonoverlapping(src.add(from), dst.add(at), n) }
 }
 
+/// An all-gather over NCCL: a collective rule.
+///
+/// # Errors
+/// When NCCL fails.
+#[derivative_rule(all_gather)]
+pub fn gather(
+    comm: &rules_runtime::nccl::Comm,
+    #[src] x: &rules_runtime::cudarc::driver::CudaSlice<f32>,
+    #[dst] y: &mut rules_runtime::cudarc::driver::CudaSlice<f32>,
+) -> Result<(), rules_runtime::Error> {
+    comm.all_gather(x, y)
+        .map(drop)
+        .map_err(|_| rules_runtime::Error::NoNccl)
+}
+
+/// A send to a peer, the communicator marked and shared.
+///
+/// # Errors
+/// When NCCL fails.
+#[derivative_rule(send)]
+pub fn send_to(
+    #[comm] comm: &std::sync::Arc<rules_runtime::nccl::Comm>,
+    #[peer] peer: i32,
+    #[src] x: &rules_runtime::cudarc::driver::CudaSlice<f64>,
+) -> Result<(), rules_runtime::Error> {
+    comm.send(x, peer).map_err(|_| rules_runtime::Error::NoNccl)
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp, reason = "copies are exact")]
 mod tests {

@@ -53,7 +53,7 @@ fn element_target(ty: &Type) -> &Type {
 
 /// A buffer taken by value is moved into the primal: its shadow cannot be written back, and the
 /// caller cannot read the result. Buffers are references or raw pointers.
-fn check_by_value(cx: &Ctxt, p: &Param, wanted: Role) {
+pub(super) fn check_by_value(cx: &Ctxt, p: &Param, wanted: Role) {
     if matches!(p.ty, Type::Reference(_) | Type::Ptr(_)) {
         return;
     }
@@ -256,7 +256,7 @@ enum Elem {
 /// Non-differentiable elements are refused when the rule is written, not halfway through a
 /// reverse pass (the seed's gap); and a copy moves elements unchanged, so `dst` and `src` hold the
 /// same element type. Elements the macro cannot name are left to `Differentiable` bounds.
-fn check_elements(cx: &Ctxt, dst: Option<&Type>, src: Option<&Type>) {
+pub(super) fn check_elements(cx: &Ctxt, dst: Option<&Type>, src: Option<&Type>) {
     let d = dst.map(|t| classify_elem(cx, t, None));
     let already = match &d {
         Some(Elem::Refused(n)) => Some(n.clone()),
