@@ -18,15 +18,17 @@
 //! primals and shadows, every buffer on the communicator's device, shadows not partially
 //! overlapping.
 
+mod checks;
+pub mod model;
+
 use crate::activity::{DstArg, SameWidth, SrcArg};
-use crate::error::{Error, Result};
-use crate::memory::{Overlap, ShadowMemory};
+use crate::error::Result;
 use crate::nccl::{
-    AsComm, CollectiveDst, CollectiveSrc, Comm, NcclElement, Op, RankArg, require_nccl, run,
-    with_scratch,
+    AsComm, CollectiveDst, CollectiveSrc, Comm, NcclElement, Op, RankArg, run, with_scratch,
 };
 use crate::ops::{self, On};
 use crate::rules::PrimalOutcome;
+use checks::{Side, check, check_tape, dst_side, src_side};
 use cudarc::driver::CudaSlice;
 
 /// A collective as a rule names it: the communicator and the operation with its ranks, as given
@@ -94,42 +96,6 @@ impl<'c> Collective<'c> {
             kind,
         }
     }
-
-    /// The operation, its ranks checked against the communicator.
-    fn op(&self) -> Result<Op> {
-        let p = self.comm.world_size();
-        let check = |what: &'static str, rank: i64| -> Result<usize> {
-            usize::try_from(rank)
-                .ok()
-                .filter(|&r| r < p)
-                .ok_or(Error::InvalidRank {
-                    what,
-                    rank,
-                    world_size: p,
-                })
-        };
-        Ok(match self.kind {
-            Kind::Broadcast(r) => Op::Broadcast {
-                root: check("the root of `broadcast`", r)?,
-            },
-            Kind::Reduce(r) => Op::Reduce {
-                root: check("the root of `reduce`", r)?,
-            },
-            Kind::AllGather => Op::AllGather,
-            Kind::ReduceScatter => Op::ReduceScatter,
-            Kind::AllReduce => Op::AllReduce,
-            Kind::Send(r) => Op::Send {
-                peer: check("the peer of `send`", r)?,
-            },
-            Kind::Recv(r) => Op::Recv {
-                peer: check("the peer of `recv`", r)?,
-            },
-            Kind::SendRecv(t, f) => Op::SendRecv {
-                to: check("the `send_to` rank of `send_recv`", t)?,
-                from: check("the `recv_from` rank of `send_recv`", f)?,
-            },
-        })
-    }
 }
 
 /// What the augmented primal of a collective hands to its reverse: the collective and the shape
@@ -148,161 +114,6 @@ pub struct CollectiveTape {
     pub dst_len: usize,
     /// The number of shadow collectives per call (the batch width).
     pub width: usize,
-}
-
-/// A rule's view of one side (`x` or `y`): the primal's length, and per lane whether it has a
-/// shadow and that shadow's facts.
-struct Side {
-    /// Whether the rule has this buffer at all.
-    present: bool,
-    len: usize,
-    /// Per lane: the shadow's length and region, if it has one.
-    lanes: Vec<Option<(usize, crate::memory::Region)>>,
-    /// Context handles (primal and shadows) with a name, for the device check.
-    contexts: Vec<(String, usize, usize)>,
-}
-
-impl Side {
-    fn absent(width: usize) -> Self {
-        Side {
-            present: false,
-            len: 0,
-            lanes: vec![None; width],
-            contexts: Vec::new(),
-        }
-    }
-
-    fn of<M: ShadowMemory + ?Sized>(
-        name: &str,
-        primal: &M,
-        lane: impl Fn(usize) -> Option<(usize, crate::memory::Region)>,
-        shadow_ctx: impl Fn(usize) -> Option<(usize, usize)>,
-        width: usize,
-    ) -> Self {
-        let mut contexts = Vec::new();
-        if let Some(c) = primal.context() {
-            contexts.push((
-                format!("the primal `{name}`"),
-                c.cu_ctx() as usize,
-                c.ordinal(),
-            ));
-        }
-        for k in 0..width {
-            if let Some((h, o)) = shadow_ctx(k) {
-                contexts.push((format!("the shadow of `{name}` (lane {k})"), h, o));
-            }
-        }
-        Side {
-            present: true,
-            len: primal.len(),
-            lanes: (0..width).map(lane).collect(),
-            contexts,
-        }
-    }
-}
-
-/// The lengths this rank's `x` and `y` must have: `(src, dst)`, `None` where not checked.
-fn expected(op: Op, r: usize, p: usize, x: &Side, y: &Side) -> (Option<usize>, Option<usize>) {
-    let reads = x.present && op.sends(r);
-    let writes = y.present && op.receives(r);
-    let (sx, sy) = match op {
-        Op::Broadcast { .. } => (Some(y.len), Some(y.len)),
-        Op::Reduce { .. } => (Some(x.len), Some(x.len)),
-        Op::AllGather => (Some(x.len), Some(x.len.saturating_mul(p))),
-        Op::ReduceScatter => (Some(y.len.saturating_mul(p)), Some(y.len)),
-        Op::AllReduce => (Some(x.len), Some(x.len)),
-        Op::Send { .. } | Op::Recv { .. } | Op::SendRecv { .. } => (Some(x.len), Some(y.len)),
-    };
-    (sx.filter(|_| reads), sy.filter(|_| writes))
-}
-
-/// Checks everything a collective rule needs before any byte moves; returns the operation and the
-/// lengths `(src_len, dst_len)` this rank uses (0 where a side is not used here).
-fn check(c: &Collective<'_>, x: &Side, y: &Side) -> Result<(Op, usize, usize)> {
-    require_nccl()?;
-    let op = c.op()?;
-    let (r, p) = (c.comm.rank(), c.comm.world_size());
-    let (ex, ey) = expected(op, r, p, x, y);
-    let what = |name: &str| format!("the primal `{name}` of `{}` on rank {r} of {p}", op.name());
-    for (name, side, e) in [("x", x, ex), ("y", y, ey)] {
-        let Some(e) = e else { continue };
-        check_len(what(name), e, side.len)?;
-        for (k, lane) in side.lanes.iter().enumerate() {
-            if let Some((n, _)) = lane {
-                check_len(format!("the shadow of `{name}` (lane {k})"), e, *n)?;
-            }
-        }
-    }
-    let home = c.comm.context();
-    for (what, handle, ordinal) in x.contexts.iter().chain(&y.contexts) {
-        if *handle != home.cu_ctx() as usize {
-            return Err(Error::ContextMismatch {
-                what: format!("{what} of `{}`", op.name()),
-                expected: home.ordinal(),
-                found: *ordinal,
-            });
-        }
-    }
-    for (k, (a, b)) in x.lanes.iter().zip(&y.lanes).enumerate() {
-        if let (Some((_, a)), Some((_, b))) = (a, b)
-            && b.relation(*a) == Overlap::Partial
-        {
-            return Err(Error::PartialOverlap {
-                what: format!("the shadows of lane {k} of `{}`", op.name()),
-                dst_start: b.start,
-                dst_end: b.end,
-                src_start: a.start,
-                src_end: a.end,
-            });
-        }
-    }
-    Ok((op, ex.unwrap_or(0), ey.unwrap_or(0)))
-}
-
-fn check_len(what: String, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch {
-            what,
-            expected,
-            found,
-        })
-    }
-}
-
-fn src_side<Y, S>(src: &S, width: usize) -> Side
-where
-    Y: CollectiveSrc + ?Sized,
-    S: SrcArg<Y>,
-{
-    Side::of(
-        "x",
-        src.primal(),
-        |k| src.lane(k).map(|s| (s.len(), s.region())),
-        |k| {
-            src.lane(k)
-                .and_then(|s| s.context().map(|c| (c.cu_ctx() as usize, c.ordinal())))
-        },
-        width,
-    )
-}
-
-fn dst_side<X, D>(dst: &D, width: usize) -> Side
-where
-    X: CollectiveDst + ?Sized,
-    D: DstArg<X>,
-{
-    Side::of(
-        "y",
-        dst.primal(),
-        |k| dst.lane(k).map(|s| (s.len(), s.region())),
-        |k| {
-            dst.lane(k)
-                .and_then(|s| s.context().map(|c| (c.cu_ctx() as usize, c.ordinal())))
-        },
-        width,
-    )
 }
 
 /// Forward lane: the collective on the tangents (zeros for a `Const` input, a dropped result for
@@ -576,15 +387,5 @@ fn tape(
         src_len,
         dst_len,
         width,
-    }
-}
-
-fn check_tape(made: &CollectiveTape, found: CollectiveTape) -> Result<()> {
-    if *made == found {
-        Ok(())
-    } else {
-        Err(Error::TapeMismatch(format!(
-            "the tape was made for {made:?}, but the reverse was called with {found:?}"
-        )))
     }
 }
