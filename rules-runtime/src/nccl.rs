@@ -86,6 +86,13 @@ pub fn single_rank(stream: Arc<CudaStream>) -> Result<Comm> {
     comm_from_rank(stream, 0, 1, id)
 }
 
+/// The outcome of one of cudarc's `Comm` calls as this crate's result, for primals of collective
+/// rules (cudarc's `NcclError` is not a `std::error::Error`):
+/// `nccl::checked("all_gather", comm.all_gather(x, y))`.
+pub fn checked<T>(op: &'static str, result: core::result::Result<T, NcclError>) -> Result<()> {
+    result.map(drop).map_err(nccl_error(op))
+}
+
 /// Maps an NCCL error of operation `op` into [`Error::Nccl`].
 pub(crate) fn nccl_error(op: &'static str) -> impl Fn(NcclError) -> Error {
     move |e| {
@@ -332,6 +339,10 @@ pub(crate) fn run<T: NcclElement>(
     } else {
         None
     };
+    // NCCL launches on the current device; the calling thread may have another context bound.
+    comm.context()
+        .bind_to_thread()
+        .map_err(driver("cuCtxSetCurrent"))?;
     let rank = |x: usize| x as i32; // below world_size, which fits in i32
     let sum = ReduceOp::Sum;
     let result = match (op, send.as_ref(), recv.as_mut()) {

@@ -279,15 +279,27 @@ where
         return Ok(());
     }
     let bytes = n * size_of::<A::Elem>();
-    let ha = stream_on(a, home_on(a, &[acc.home_stream()]))?;
-    let hb = stream_on(b, home_on(b, &[src.home_stream()]))?;
+    // The copy's stream serves the context it belongs to; the other side gets one of its own.
+    let (ha_own, hb_own);
+    let ha: &CudaStream = if same(a, s.context()) {
+        s
+    } else {
+        ha_own = stream_on(a, home_on(a, &[acc.home_stream()]))?;
+        &ha_own
+    };
+    let hb: &CudaStream = if same(b, s.context()) {
+        s
+    } else {
+        hb_own = stream_on(b, home_on(b, &[src.home_stream()]))?;
+        &hb_own
+    };
     let entry = stage_entry(s, a);
     let mut stage = entry.lock().unwrap_or_else(|p| p.into_inner());
     let ptr = stage.reserve(s, a, bytes)?;
-    order(s, &hb)?;
-    let copied = peer_copy(&hb, ptr, a, &*src, b, bytes)
-        .and_then(|()| ops::zero(On::Stream(&hb), src))
-        .and_then(|()| order(&hb, &ha))
+    order(s, hb)?;
+    let copied = peer_copy(hb, ptr, a, &*src, b, bytes)
+        .and_then(|()| ops::zero(On::Stream(hb), src))
+        .and_then(|()| order(hb, ha))
         .and_then(|()| {
             // SAFETY: `ptr` holds `n` elements on context `a`, written on `hb` before `ha` waits.
             let staged = unsafe {
@@ -299,11 +311,11 @@ where
                     "peer staging",
                 )
             }?;
-            ops::accumulate(On::Stream(&ha), acc, &staged)
+            ops::accumulate(On::Stream(ha), acc, &staged)
         });
     // Ordered back into the copy's stream even after a failure, so that the staging buffer is
     // only reused (or freed) once everything queued on it is done.
-    let joined = order(&hb, s).and_then(|()| order(&ha, s));
+    let joined = order(hb, s).and_then(|()| order(ha, s));
     drop(stage);
     copied.and(joined)
 }
