@@ -12,7 +12,7 @@
 //!   buffers, else a helper stream of the context);
 //! - two device operands on different contexts: `d_dst` is copied with `cuMemcpyPeerAsync`, on a
 //!   stream of its own context, into a staging buffer on the source's context (reused per copy
-//!   stream, never allocated per call), then zeroed there; a stream of the source's context waits
+//!   context, never allocated per call), then zeroed there; a stream of the source's context waits
 //!   for that and adds the staged values into `d_src` with the accumulate kernel.
 //!
 //! No peer access is needed: the driver stages peer copies itself between devices that have none.
@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::memory::raw::RawShadow;
 use crate::memory::{MemoryKind, ShadowMemory};
 use crate::ops::{self, On};
-use cudarc::driver::{CudaContext, CudaStream, sys};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -293,9 +293,14 @@ where
         hb_own = stream_on(b, home_on(b, &[src.home_stream()]))?;
         &hb_own
     };
-    let entry = stage_entry(s, a);
-    let mut stage = entry.lock().unwrap_or_else(|p| p.into_inner());
-    let ptr = stage.reserve(s, a, bytes)?;
+    let entry = stage_entry(a);
+    let mut stage = lock(&entry);
+    // The staging buffer's last use (possibly from another copy stream) comes first.
+    if let Some(last) = &stage.last {
+        s.wait(last)
+            .map_err(driver("cuStreamWaitEvent (peer staging)"))?;
+    }
+    let ptr = stage.reserve(a, bytes)?;
     order(s, hb)?;
     let copied = peer_copy(hb, ptr, a, &*src, b, bytes)
         .and_then(|()| ops::zero(On::Stream(hb), src))
@@ -313,9 +318,15 @@ where
             }?;
             ops::accumulate(On::Stream(ha), acc, &staged)
         });
-    // Ordered back into the copy's stream even after a failure, so that the staging buffer is
-    // only reused (or freed) once everything queued on it is done.
-    let joined = order(hb, s).and_then(|()| order(ha, s));
+    // Ordered back into the copy's stream even after a failure, and the staging buffer's use
+    // recorded there, so that it is only reused (or freed) once everything queued on it is done.
+    let joined = order(hb, s).and_then(|()| order(ha, s)).and_then(|()| {
+        stage.last = Some(
+            s.record_event(None)
+                .map_err(driver("cuEventRecord (peer staging)"))?,
+        );
+        Ok(())
+    });
     drop(stage);
     copied.and(joined)
 }
@@ -353,22 +364,33 @@ fn peer_copy<B: ShadowMemory + ?Sized>(
     .map_err(driver("cuMemcpyPeerAsync (peer accumulate)"))
 }
 
-/// Device staging for peer accumulation: one buffer per (copy stream, destination context).
+/// Device staging for peer accumulation: one buffer per destination context, reused by every
+/// copy stream; each use waits for the previous one (an event), so reuse never races.
 struct Stage {
     ptr: u64,
     bytes: usize,
+    /// Keeps the context the buffer lives on alive (and its handle, the key, unique).
+    ctx: Option<Arc<CudaContext>>,
+    /// Recorded after the last use.
+    last: Option<CudaEvent>,
 }
 
 // SAFETY: the raw device buffer is only touched while the entry's mutex is held.
 unsafe impl Send for Stage {}
 
-fn stage_entry(s: &CudaStream, a: &CudaContext) -> Arc<Mutex<Stage>> {
-    type Entries = HashMap<(usize, usize), Arc<Mutex<Stage>>>;
+fn stage_entry(a: &CudaContext) -> Arc<Mutex<Stage>> {
+    type Entries = HashMap<usize, Arc<Mutex<Stage>>>;
     static ENTRIES: OnceLock<Mutex<Entries>> = OnceLock::new();
-    let key = (s.cu_stream() as usize, a.cu_ctx() as usize);
     let mut map = lock(ENTRIES.get_or_init(Default::default));
-    map.entry(key)
-        .or_insert_with(|| Arc::new(Mutex::new(Stage { ptr: 0, bytes: 0 })))
+    map.entry(a.cu_ctx() as usize)
+        .or_insert_with(|| {
+            Arc::new(Mutex::new(Stage {
+                ptr: 0,
+                bytes: 0,
+                ctx: None,
+                last: None,
+            }))
+        })
         .clone()
 }
 
@@ -377,18 +399,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Stage {
-    /// At least `bytes` of device memory on `a`. Growing waits for `s`, into which every earlier
-    /// use was joined.
-    fn reserve(&mut self, s: &CudaStream, a: &CudaContext, bytes: usize) -> Result<u64> {
+    /// At least `bytes` of device memory on `a`. Growing first waits for the last use.
+    fn reserve(&mut self, a: &Arc<CudaContext>, bytes: usize) -> Result<u64> {
         if bytes <= self.bytes {
             return Ok(self.ptr);
         }
         let new = bytes.max(self.bytes.saturating_mul(2));
-        s.synchronize()
-            .map_err(driver("cuStreamSynchronize (peer staging growth)"))?;
+        if let Some(last) = &self.last {
+            last.synchronize()
+                .map_err(driver("cuEventSynchronize (peer staging growth)"))?;
+        }
         a.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
         // SAFETY: plain allocation and release on context `a`, bound above; no work is pending on
-        // the old buffer (the stream it was joined into is synchronised).
+        // the old buffer (its last use is complete).
         unsafe {
             if self.ptr != 0 {
                 sys::cuMemFree_v2(self.ptr)
@@ -404,6 +427,7 @@ impl Stage {
             self.ptr = p;
         }
         self.bytes = new;
+        self.ctx = Some(a.clone());
         Ok(self.ptr)
     }
 }

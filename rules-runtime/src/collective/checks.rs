@@ -116,6 +116,11 @@ fn expected(op: Op, r: usize, p: usize, x: &Side, y: &Side) -> (Option<usize>, O
 pub(super) fn check(c: &Collective<'_>, x: &Side, y: &Side) -> Result<(Op, usize, usize)> {
     require_nccl()?;
     let checked = check_shape(c.kind, c.comm.rank(), c.comm.world_size(), x, y)?;
+    // The primal and NCCL run with the communicator's context current on this thread.
+    c.comm
+        .context()
+        .bind_to_thread()
+        .map_err(crate::cuda::driver("cuCtxSetCurrent"))?;
     let home = c.comm.context();
     for (what, handle, ordinal) in x.contexts.iter().chain(&y.contexts) {
         if *handle != home.cu_ctx() as usize {
