@@ -17,7 +17,7 @@ mod types;
 
 use proc_macro::TokenStream;
 
-/// Generates derivative rules for a copy primitive.
+/// Generates derivative rules for a copy primitive or an NCCL collective.
 ///
 /// `#[derivative_rule(copy)]` on a function that copies one source into one destination, with
 /// the roles marked on its parameters, generates next to it `<name>_forward`,
@@ -33,6 +33,13 @@ use proc_macro::TokenStream;
 ///   shadow work after the copy on that stream.
 /// - Options: `crate = path` (a renamed runtime), `forward = name`, `augmented_primal = name`,
 ///   `reverse = name`.
+/// - A copy between devices (a peer copy) is a `copy` rule: its reverse accumulates across them.
+///
+/// NCCL collectives have their own kinds, each with its adjoint: `broadcast` and `reduce`
+/// (`#[root]`), `all_gather`, `reduce_scatter`, `all_reduce`, `send` (`#[src]` only) and `recv`
+/// (`#[dst]` only) with `#[peer]`, `send_recv` with `#[send_to]` and `#[recv_from]`. The
+/// communicator is the `&Comm` parameter (or the one marked `#[comm]`); the buffers are cudarc
+/// device buffers (`#[src]` the input `x`, `#[dst]` the output `y`).
 ///
 /// Every misuse is a compile error at the token at fault, all of them in one compile (the
 /// catalogue is `ui-tests/compile_fail`). On error the function is still emitted, with stand-ins

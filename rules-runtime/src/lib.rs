@@ -29,6 +29,11 @@
 //! copy_into_reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
 //! assert_eq!((dx, dy), ([1.0; 3], [0.0; 3]));
 //! ```
+//!
+//! Beyond one GPU (DESIGN §8): a copy between two devices is a `copy` rule whose reverse
+//! accumulates across them ([`peer`]); NCCL collectives have rules of their own
+//! (`#[derivative_rule(all_gather)]`, `broadcast`, `reduce`, `reduce_scatter`, `all_reduce`,
+//! `send`, `recv`, `send_recv`), whose reverse is the adjoint collective ([`collective`], [`nccl`]).
 #![warn(missing_docs)]
 
 pub mod activity;

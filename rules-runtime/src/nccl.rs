@@ -5,12 +5,12 @@
 //! [`Error::NoNccl`]. Build communicators with [`comm_from_rank`] (one per GPU, in the thread or
 //! process that drives it) or [`single_rank`], not with cudarc's constructors directly.
 //!
-//! NCCL itself carries every byte: [`run`] calls cudarc's `Comm` methods on device views. What a
+//! NCCL itself carries every byte: `run` calls cudarc's `Comm` methods on device views. What a
 //! rule's arguments must be is said by traits with messages a user can act on: [`AsComm`] (the
 //! communicator), [`RankArg`] (a root or peer rank), [`NcclElement`] (an element NCCL can sum),
 //! [`CollectiveSrc`] / [`CollectiveDst`] (cudarc device buffers). Collective rules need scratch
 //! device memory (a received cotangent before it is added in, zeros for a rank whose argument is
-//! `Const`): [`Scratch`] keeps it per communicator stream, grown when too small, reused after.
+//! `Const`): `Scratch` keeps it per communicator stream, grown when too small, reused after.
 
 use crate::cuda::{driver, require_driver};
 use crate::element::Differentiable;
