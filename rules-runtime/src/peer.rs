@@ -177,7 +177,8 @@ fn device_context<M: ShadowMemory + ?Sized>(
     if let Some(c) = m.context() {
         return Ok(Some(c.clone()));
     }
-    if m.is_empty() {
+    if m.is_empty() || device_count() <= 1 {
+        // With one device every device pointer is on `here`'s device: no driver query.
         return Ok(Some(here.clone()));
     }
     let mut ordinal = -1i32;
@@ -196,6 +197,13 @@ fn device_context<M: ShadowMemory + ?Sized>(
         // Unknown to the driver, or on this device: the operations of `ops` decide, as before.
         _ => Ok(Some(here.clone())),
     }
+}
+
+/// How many CUDA devices there are (asked once; 0 when the driver cannot say).
+fn device_count() -> usize {
+    static COUNT: OnceLock<usize> = OnceLock::new();
+    *COUNT
+        .get_or_init(|| CudaContext::device_count().map_or(0, |c| usize::try_from(c).unwrap_or(0)))
 }
 
 /// The primary context of device `ordinal`, retained once.
