@@ -195,11 +195,145 @@ num-complex = "0.4"
 GENERATED_DOC = r'# \[doc = "(?:Forward-mode|Augmented primal|Reverse rule)(?:[^"\\]|\\.)*"\] '
 
 
+P = ":: rules_runtime :: __private :: "
+
+# x-bounds: one helper trait per argument family, defined in the generated crate (the runtime is
+# not changed). Its supertrait carries `DstArg<X>` and, as an associated-type bound (implied at
+# use sites, unlike a plain `where` clause on a trait), the `SameWidth` bound; the blanket impl
+# also holds the ShadowMemory/SameElem bounds. A rule then needs `__Src: SrcArg<Y>` (the trait's
+# parameter bound must hold for its where clause to be well-formed) and `__Dst: __CopyDst<X, Y,
+# __Src>`: two predicates instead of three to six.
+BOUNDS_HEADER = """
+use rules_runtime::__private::{Activity as __Act, DstArg as __DA, DstPtr as __DP, SameWidth as __SW,
+    ShadowMemory as __SM, SrcArg as __SA, SrcPtr as __SP};
+#[doc(hidden)]
+pub trait __CopyDst<X: ?Sized, Y: ?Sized, S: __SA<Y>>: __DA<X, Width: __SW<<S as __Act>::Width>> {}
+impl<X, Y, S, D> __CopyDst<X, Y, S> for D
+where
+    X: __SM + ?Sized,
+    Y: __SM<Elem = X::Elem> + ?Sized,
+    S: __SA<Y>,
+    D: __DA<X, Width: __SW<S::Width>>,
+{
+}
+#[doc(hidden)]
+pub trait __CopyDstPtr<T, S: __SP<T>>: __DP<T, Width: __SW<<S as __Act>::Width>> {}
+impl<T, S: __SP<T>, D: __DP<T, Width: __SW<S::Width>>> __CopyDstPtr<T, S> for D {}
+"""
+
+
+def split_top(text, sep=" , "):
+    """Splits token text at `sep` outside <...> and (...)."""
+    parts, cur = [], ""
+    for tok in text.split(sep):
+        cur = tok if not cur else cur + sep + tok
+        depth = cur.count("<") - cur.count(">") + cur.count("(") - cur.count(")")
+        if depth == 0:
+            parts.append(cur)
+            cur = ""
+    assert not cur, text
+    return parts
+
+
+def fold_bounds(rules):
+    def fold(m):
+        preds = [x for x in split_top(m.group(1).strip().removesuffix(" ,")) if x.strip()]
+        dst = src = None
+        keep = []
+        for pr in preds:
+            d = re.fullmatch(r"__Dst : " + P + r"(DstArg|DstPtr) < (.*) >", pr)
+            s = re.fullmatch(r"__Src : " + P + r"(SrcArg|SrcPtr) < (.*) >", pr)
+            if d:
+                dst = d.groups()
+            elif s:
+                src = s.groups()
+            elif pr.startswith("< __Dst as ") and (P + "SameWidth") in pr:
+                pass
+            elif re.search(r" : " + P + r"(ShadowMemory|SameElem)\b", pr):
+                pass
+            else:
+                keep.append(pr)
+        assert dst and src, m.group(0)[:300]
+        if dst[0] == "DstArg":
+            new = [f"__Src : {P}SrcArg < {src[1]} >", f"__Dst : __CopyDst < {dst[1]} , {src[1]} , __Src >"]
+        else:
+            assert dst[1] == src[1], m.group(0)[:300]
+            new = [f"__Src : {P}SrcPtr < {src[1]} >", f"__Dst : __CopyDstPtr < {dst[1]} , __Src >"]
+        return "where " + " , ".join(new + keep) + " , {"
+
+    out, k = re.subn(r"where (__Dst : .*?) \{", fold, rules)
+    assert k > 0
+    return out
+
+
+# x-fnitem: the closure handed to copy_forward / copy_augmented_primal / ptr_copy_* becomes the
+# primal's fn item when the primal is safe and takes exactly (dst, src); otherwise a call of a
+# shared generic helper (one per argument shape, defined in the crate header, one closure each)
+# that binds the captured and pass-through arguments. Unsafe primals go through a fn pointer
+# (unsafe fn items implement no Fn trait).
+CLOSURE = re.compile(r"\| __d : (.*?) , __s : (.*?) \| (unsafe \{ )?(\w+) \(")
+
+
+def fn_items(rules):
+    helpers = {}
+    out, last = [], 0
+    for m in CLOSURE.finditer(rules):
+        j = start = m.end()
+        depth = 1
+        while depth:
+            depth += {"(": 1, ")": -1}.get(rules[j], 0)
+            j += 1
+        args = split_top(rules[start:j - 1].strip())
+        end = j
+        unsafe = bool(m.group(3))
+        if unsafe:
+            assert rules[j:j + 2] == " }"
+            end = j + 2
+        ptr = m.group(1).startswith("* mut")
+        shape = tuple("d" if a == "__d" else "s" if a == "__s" else
+                      "p" if a.startswith(P + "pass_through (& ") else "c" for a in args)
+        name = m.group(4)
+        if shape == ("d", "s") and not unsafe:
+            repl = name
+        else:
+            key = (unsafe, ptr, shape)
+            h = helpers.setdefault(key, f"__bind{len(helpers)}")
+            bound = [re.fullmatch(P + r"pass_through \(& (.*)\)", a).group(1) if a.startswith(P) else a
+                     for a in args if a not in ("__d", "__s")]
+            repl = f"{h} ({name} , " + " , ".join(bound) + ")"
+        out.append(rules[last:m.start()] + repl)
+        last = end
+    out.append(rules[last:])
+    defs = []
+    for (unsafe, ptr, shape), h in helpers.items():
+        extra = [(f"a{i}", f"A{i}", "Copy" if c == "c" else "::rules_runtime::__private::PassThrough")
+                 for i, c in enumerate(x for x in shape if x in "cp")]
+        it = iter(extra)
+        d_ty, s_ty = ("*mut T", "*const T") if ptr else ("&mut X", "&Y")
+        call_tys = [d_ty if c == "d" else s_ty if c == "s" else next(it)[1] for c in shape]
+        it = iter(extra)
+        call_args = ["d" if c == "d" else "s" if c == "s" else next(it)[0] for c in shape]
+        tparams = (["T"] if ptr else ["X: ?Sized", "Y: ?Sized"]) + ["R"] + [f"{t}: {b}" for _, t, b in extra]
+        params = ", ".join(f"{a}: {t}" for a, t, _ in extra)
+        ret = f"impl FnMut({d_ty}, {s_ty}) -> R"
+        call = f"f({', '.join(call_args)})"
+        if unsafe:
+            defs.append(f"#[doc(hidden)] #[inline] pub unsafe fn {h}<{', '.join(tparams)}>"
+                        f"(f: unsafe fn({', '.join(call_tys)}) -> R, {params}) -> {ret} "
+                        f"{{ move |d: {d_ty}, s: {s_ty}| unsafe {{ {call} }} }}")
+        else:
+            defs.append(f"#[doc(hidden)] #[inline] pub fn {h}<F, {', '.join(tparams)}>(f: F, {params}) -> {ret} "
+                        f"where F: Fn({', '.join(call_tys)}) -> R {{ move |d: {d_ty}, s: {s_ty}| {call} }}")
+    return "".join(out), "\n" + "\n".join(defs) + "\n"
+
+
 def ablate(out):
     """Variants of the `expanded` crate, edited as text, to see what the generated code costs:
     x-nodocs (without the generated functions' documentation), x-forward (only the primal and its
-    forward rule: one generated function a rule instead of three). The expansion is written one
-    rule a line, the primal first."""
+    forward rule: one generated function a rule instead of three); round 2: x-bounds (activity
+    bounds folded into two predicates a function, fold_bounds), x-fnitem (the primal passed as a fn
+    item or through a shared helper instead of a closure per rule, fn_items), x-min (x-bounds +
+    x-fnitem + x-nodocs). The expansion is written one rule a line, the primal first."""
     src = open(os.path.join(out, "expanded", "src", "lib.rs")).read()
     toml = open(os.path.join(out, "expanded", "Cargo.toml")).read()
     head, _, rules = src.partition("\nuse std::sync::Arc;\n")
@@ -209,9 +343,14 @@ def ablate(out):
         cut = line.find('# [doc = "Augmented primal')
         return line if cut < 0 else line[:cut]
 
+    fn_rules, fn_defs = fn_items(rules)
+    min_rules, min_defs = fn_items(fold_bounds(re.sub(GENERATED_DOC, "", rules)))
     variants = {
         "x-nodocs": re.sub(GENERATED_DOC, "", rules),
         "x-forward": "\n".join(forward_only(l) for l in rules.split("\n")),
+        "x-bounds": BOUNDS_HEADER + fold_bounds(rules),
+        "x-fnitem": fn_defs + fn_rules,
+        "x-min": BOUNDS_HEADER + min_defs + min_rules,
     }
     for name, body in variants.items():
         os.makedirs(os.path.join(out, name, "src"), exist_ok=True)

@@ -6,6 +6,7 @@
 #   FAMILIES=2 MODES="check debug" tools/build-cost/run.sh     # only one family of rules (gen.py)
 #   MACRO_OPT=3 MODES="check debug" tools/build-cost/run.sh    # proc macros built with opt-level 3
 #   ABLATE=1 MODES=check tools/build-cost/run.sh                # + edited copies of the expansion
+#   ABLATE=1 ABLATIONS="x-bounds x-min" MODES=check tools/build-cost/run.sh   # only some of them
 #
 # What it does:
 #  1. Snapshots the committed workspace (git archive HEAD) into $BUILD_COST_DIR/src-<commit>, so
@@ -19,7 +20,8 @@
 #     which runs the macro's expansion function outside rustc (timed: the macro's own work) and
 #     writes crate `expanded`: the annotated crate's code after expansion, no macro. So
 #     annotated - expanded ~ expansion inside rustc, expanded - plain ~ compiling what it generates.
-#     ABLATE=1 adds edited copies of `expanded` (gen.py --ablate): x-nodocs, x-forward.
+#     ABLATE=1 adds edited copies of `expanded` (gen.py --ablate): x-nodocs, x-forward, x-bounds,
+#     x-fnitem, x-min (ABLATIONS="..." to time only some; all are generated).
 #  4. Builds with a target dir of its own ($BUILD_COST_DIR/target, not the workspace's) and warms
 #     up each mode once, so dependencies (cudarc, syn, rules-runtime, rules-macro...) are built
 #     beforehand and never timed. MACRO_OPT=n builds proc macros at opt-level n (own target dir).
@@ -49,6 +51,7 @@ FAMILIES=${FAMILIES:-0,1,2,3}
 MACRO_OPT=${MACRO_OPT:-}
 EXPAND=${EXPAND:-1}
 ABLATE=${ABLATE:-0}
+ABLATIONS=${ABLATIONS:-x-nodocs x-forward x-bounds x-fnitem x-min}
 DIR=${BUILD_COST_DIR:-$root/target/build-cost}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -117,7 +120,7 @@ if [ "$EXPAND" = 1 ]; then
     crate_list+=(expanded)
     if [ "$ABLATE" = 1 ]; then
         python3 "$here/gen.py" --ablate "$crates"
-        for c in x-nodocs x-forward; do
+        for c in $ABLATIONS; do
             cp "$lock" "$crates/$c/Cargo.lock"
             crate_list+=("$c")
         done
