@@ -123,7 +123,7 @@ fn placement<M: ShadowMemory + ?Sized>(m: &M) -> Placement<'_> {
     }
 }
 
-fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
+pub(crate) fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
     if expected == found {
         Ok(())
     } else {
@@ -256,20 +256,14 @@ where
     let no_address = |acc: &A, src: &SrcRef<'_, B>| Error::UnsupportedKinds {
         op,
         dst: ShadowMemory::kind(acc),
-        src: match src {
-            SrcRef::Read(b) => ShadowMemory::kind(*b),
-            SrcRef::Take(b) => ShadowMemory::kind(&**b),
-        },
+        src: src.kind(),
         why: "no device address",
     };
     let zero_src = matches!(src, SrcRef::Take(_));
     // The split pays off only in device memory; across the host link (pinned, unified memory)
     // one fused pass moves the reads and the zero writes in both directions at once.
-    let in_device_memory = ShadowMemory::kind(acc) == MemoryKind::Device
-        && match &src {
-            SrcRef::Read(b) => ShadowMemory::kind(*b),
-            SrcRef::Take(b) => ShadowMemory::kind(&**b),
-        } == MemoryKind::Device;
+    let in_device_memory =
+        ShadowMemory::kind(acc) == MemoryKind::Device && src.kind() == MemoryKind::Device;
     {
         let b = match &mut src {
             SrcRef::Read(b) => b.device(s),
@@ -315,6 +309,16 @@ where
 enum SrcRef<'b, B: ?Sized> {
     Read(&'b B),
     Take(&'b mut B),
+}
+
+impl<B: ShadowMemory + ?Sized> SrcRef<'_, B> {
+    /// The source's memory kind.
+    fn kind(&self) -> MemoryKind {
+        match self {
+            SrcRef::Read(b) => ShadowMemory::kind(*b),
+            SrcRef::Take(b) => ShadowMemory::kind(&**b),
+        }
+    }
 }
 
 fn stream_of<'a>(site: &'a Site<'_>) -> Option<&'a CudaStream> {
@@ -377,13 +381,7 @@ where
     let Some(s) = stream_of(&site) else {
         return host_add(acc, src);
     };
-    let (acc_kind, src_kind) = (
-        ShadowMemory::kind(acc),
-        match &src {
-            SrcRef::Read(b) => ShadowMemory::kind(*b),
-            SrcRef::Take(b) => ShadowMemory::kind(&**b),
-        },
-    );
+    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), src.kind());
     let unsupported = |why| Error::UnsupportedKinds {
         op: "accumulate",
         dst: acc_kind,
@@ -468,13 +466,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let (acc_kind, src_kind) = (
-        ShadowMemory::kind(acc),
-        match &src {
-            SrcRef::Read(b) => ShadowMemory::kind(*b),
-            SrcRef::Take(b) => ShadowMemory::kind(&**b),
-        },
-    );
+    let (acc_kind, src_kind) = (ShadowMemory::kind(acc), src.kind());
     let unsupported = || Error::UnsupportedKinds {
         op: "accumulate",
         dst: acc_kind,

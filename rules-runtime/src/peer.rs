@@ -52,13 +52,7 @@ where
     if !away(&ca) && !away(&cb) {
         return ops::accumulate_and_zero(on, acc, src);
     }
-    if acc.len() != src.len() {
-        return Err(Error::LengthMismatch {
-            what: "the source of `accumulate_and_zero`".into(),
-            expected: acc.len(),
-            found: src.len(),
-        });
-    }
+    ops::check_len("the source of `accumulate_and_zero`", acc.len(), src.len())?;
     match (ca, cb) {
         (Some(a), Some(b)) if !same(&a, &b) => staged(&s, acc, &a, src, &b),
         (Some(c), _) | (_, Some(c)) => {
