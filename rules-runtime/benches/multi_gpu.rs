@@ -11,11 +11,18 @@
 //! comparison runs on a communicator of one rank (no transfer: what the rule adds to NCCL's call).
 //! `algbw` is NCCL-tests' algorithm bandwidth: the bytes of the reduce-scatter's input per second.
 
-use rules_runtime::cudarc::driver::{CudaContext, CudaSlice, CudaStream, sys};
+use rules_runtime::cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use rules_runtime::cudarc::nccl::ReduceOp;
 use rules_runtime::nccl::{self, Comm};
 use rules_runtime::{Duplicated, derivative_rule};
 use std::sync::Arc;
+
+mod common;
+
+/// [`common::median_us_k`] for this bench's error type.
+fn median_us(s: &Arc<CudaStream>, k: usize, reps: usize, f: impl FnMut() -> R<()>) -> R<f64> {
+    common::median_us_k(s, k, reps, f)
+}
 
 type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -26,31 +33,6 @@ fn gather(
     #[dst] y: &mut CudaSlice<f32>,
 ) -> rules_runtime::Result<()> {
     nccl::checked("all_gather", comm.all_gather(x, y))
-}
-
-/// Median time per call in µs: `k` calls between two events, `reps` times, after a warm-up.
-fn median_us(s: &Arc<CudaStream>, k: usize, reps: usize, mut f: impl FnMut() -> R<()>) -> R<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    s.synchronize()?;
-    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let (a, b) = (
-        s.context().new_event(timing)?,
-        s.context().new_event(timing)?,
-    );
-    let mut t = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        a.record(s)?;
-        for _ in 0..k {
-            f()?;
-        }
-        b.record(s)?;
-        b.synchronize()?;
-        t.push(f64::from(a.elapsed_ms(&b)?) * 1000.0 / k as f64);
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
 }
 
 /// (NCCL reduce-scatter µs, reverse of all-gather µs) on one rank, chunk `n` elements.

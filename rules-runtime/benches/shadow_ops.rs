@@ -12,40 +12,18 @@
 
 use half::{bf16, f16};
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
-use rules_runtime::cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, sys,
-};
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
 use rules_runtime::{Differentiable, On, accumulate, accumulate_and_zero, kernels, zero};
 use std::sync::Arc;
 
-type R<T> = Result<T, Box<dyn std::error::Error>>;
+mod common;
 
-/// Median over repetitions of the time per call, in µs: each repetition is an event, `k` calls
-/// back to back, an event (so a call costs what it adds to a stream that is kept busy, as in an AD
-/// reverse pass); warm-up first.
-fn median_us_k(s: &Arc<CudaStream>, k: usize, reps: usize, mut f: impl FnMut() -> R<()>) -> R<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    s.synchronize()?;
-    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let (a, b) = (
-        s.context().new_event(timing)?,
-        s.context().new_event(timing)?,
-    );
-    let mut t = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        a.record(s)?;
-        for _ in 0..k {
-            f()?;
-        }
-        b.record(s)?;
-        b.synchronize()?;
-        t.push(f64::from(a.elapsed_ms(&b)?) * 1e3 / k as f64);
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[reps / 2])
+/// [`common::median_us_k`] for this bench's error type.
+fn median_us_k(s: &Arc<CudaStream>, k: usize, reps: usize, f: impl FnMut() -> R<()>) -> R<f64> {
+    common::median_us_k(s, k, reps, f)
 }
+
+type R<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// [`median_us_k`] with the batch and repetition counts set by the bytes one call moves.
 fn median_us(s: &Arc<CudaStream>, bytes: usize, f: impl FnMut() -> R<()>) -> R<f64> {
