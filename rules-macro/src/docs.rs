@@ -1,7 +1,7 @@
 //! The documentation of the generated rules: what each one does, how to call it, its errors and,
 //! for `unsafe` rules, its safety contract.
 
-use crate::args::Collective;
+use crate::args::{Collective, DEVICE, HOST, MemKind, PINNED, UNIFIED};
 use crate::check::{Checked, Shape};
 use std::fmt::Write;
 use syn::Ident;
@@ -9,21 +9,40 @@ use syn::Ident;
 /// The documentation of the generated rules.
 pub struct Docs {
     primal: String,
-    pointer: bool,
+    /// The declared kinds of `dst` and `src`, for a pointer rule.
+    kinds: Option<(MemKind, MemKind)>,
+    /// Whether the rule has a stream (its work may still run when it returns).
+    stream: bool,
     unsafety: bool,
+}
+
+/// The attribute's name for a memory kind.
+fn kind_name(k: MemKind) -> &'static str {
+    match k {
+        MemKind::Host => HOST,
+        MemKind::Pinned => PINNED,
+        MemKind::Device => DEVICE,
+        MemKind::Unified => UNIFIED,
+    }
 }
 
 impl Docs {
     pub fn new(primal: &str, c: &Checked) -> Self {
         Docs {
             primal: primal.to_string(),
-            pointer: matches!(c.shape, Shape::Pointer { .. }),
+            kinds: match &c.shape {
+                Shape::Pointer {
+                    dst_kind, src_kind, ..
+                } => Some((*dst_kind, *src_kind)),
+                Shape::Slice { .. } => None,
+            },
+            stream: c.stream.is_some(),
             unsafety: c.unsafety,
         }
     }
 
     fn how_to_call(&self) -> String {
-        let (d, s) = if self.pointer {
+        let (d, s) = if self.kinds.is_some() {
             (
                 "`Const(p)`, `Duplicated::new(p, dp)`, `Duplicated::batch(p, [dp1, ..])` or `DuplicatedOnly::new(p, dp)`",
                 "the same, with a `*const` primal and `*mut` shadows",
@@ -42,32 +61,75 @@ impl Docs {
         )
     }
 
-    fn tail(&self) -> String {
-        let mut t = format!(
-            "\n\n# Errors\n`LengthMismatch` when a shadow's length differs from its primal's{}, `PartialOverlap` when \
-             source and destination partially overlap, `Primal` when [`{}`] fails, `Driver`/`NoDriver` from \
-             CUDA work. Every check runs before anything is written.",
-            if self.pointer {
-                ""
-            } else {
-                " or `dst` and `src` differ in length"
-            },
-            self.primal
-        );
+    /// `# Errors` and, for `unsafe` rules, `# Safety`; `reverse` adds the tape check.
+    fn tail(&self, reverse: bool) -> String {
+        let mut t = self.errors(reverse);
         if self.unsafety {
-            let contract = if self.pointer {
-                "for the primal pointers and for every shadow pointer: each must be valid for its \
-                 offset plus the copied length, in the memory kind the attribute declares"
-            } else {
-                "the rule calls it with the primal buffers, and again with each lane's shadows"
-            };
-            let _ = write!(
-                t,
-                "\n\n# Safety\nThe contract of [`{}`], {contract}.",
-                self.primal
-            );
+            t.push_str(&self.safety());
         }
         t
+    }
+
+    /// What is checked, and what an `Err` leaves behind.
+    fn errors(&self, reverse: bool) -> String {
+        let lengths = if self.kinds.is_some() {
+            "`LengthMismatch`, `RangeOverflow`"
+        } else {
+            "`LengthMismatch`"
+        };
+        let overlaps =
+            "overlaps (`PartialOverlap`, for a source and destination that partially overlap)";
+        let rest = if reverse {
+            format!(", {overlaps} and the tape (`TapeMismatch`)")
+        } else {
+            format!(" and {overlaps}")
+        };
+        format!(
+            "\n\n# Errors\nEvery argument and every lane is checked before the first write: the driver, \
+             contexts and stream (`NoDriver`, `ContextMismatch`, `NoStream`), memory kinds \
+             (`UnsupportedKinds`), lengths ({lengths}){rest}. A shadow that aliases a primal, \
+             or a shadow of another lane, is a typed error too, wherever the runtime can see both \
+             addresses. So an `Err` leaves every primal and every shadow unchanged, except `Primal` (when \
+             [`{p}`] fails) and `Driver` (when CUDA work fails), which report a failure of the work \
+             itself: what ran before it stays written.",
+            p = self.primal
+        )
+    }
+
+    /// The contract of an `unsafe` rule: the primal's, and for pointer rules the shadows' validity,
+    /// aliasing and lifetime.
+    fn safety(&self) -> String {
+        let p = &self.primal;
+        let Some((dst, src)) = self.kinds.map(|(d, s)| (kind_name(d), kind_name(s))) else {
+            return format!(
+                "\n\n# Safety\nThe contract of [`{p}`]: the rule calls it with the primal buffers, and \
+                 again with each lane's shadows."
+            );
+        };
+        let lifetime = if self.stream {
+            "The call returns before the GPU work it enqueues on the copy's stream has completed. Every \
+             pointer must stay valid until that work has completed, and until then nothing may access \
+             the memory except work ordered on that stream (work pending on another stream must be \
+             ordered before the call)."
+                .to_string()
+        } else {
+            format!(
+                "Every pointer must stay valid, and nothing else may access the memory, until the call \
+                 and any work [`{p}`] leaves pending have completed."
+            )
+        };
+        format!(
+            "\n\n# Safety\nThe contract of [`{p}`], for the primal pointers and again for each lane's \
+             shadow pointers. Moreover:\n\n\
+             - Every shadow pointer, like its primal, must be valid and aligned for `offset + n` elements \
+             (its primal's offset, the copied length) in the memory kind declared for its side \
+             (`dst = {dst}`, `src = {src}`); shadows are both read and written.\n\
+             - No shadow may alias a primal, nor a shadow of another lane; a lane's `dst` and `src` \
+             shadows may be the same range but must not partially overlap (nor may the primals). The \
+             runtime refuses what it can see with an `Err`, but that is no licence to pass such \
+             pointers.\n\
+             - {lifetime}"
+        )
     }
 
     pub fn forward(&self) -> String {
@@ -77,7 +139,7 @@ impl Docs {
              `d_dst[k] ← d_src[k]` through [`{p}`] itself (same direction, same stream), or \
              `d_dst[k] ← 0` when `src` is `Const`. A `Const` destination's shadows are untouched.{}{}",
             self.how_to_call(),
-            self.tail(),
+            self.tail(false),
             p = self.primal
         )
     }
@@ -87,7 +149,7 @@ impl Docs {
             "Augmented primal of [`{p}`], generated by `#[derivative_rule(copy)]`: runs the copy \
              (skipped when `dst` is `DuplicatedOnly`) and returns the tape for [`{reverse}`].{}{}",
             self.how_to_call(),
-            self.tail(),
+            self.tail(false),
             p = self.primal
         )
     }
@@ -99,7 +161,7 @@ impl Docs {
              if `src` is active, `d_src[k] += d_dst[k]`; then `d_dst[k] ← 0` (one fused pass). \
              An exact self-copy is the identity.{}{}",
             self.how_to_call(),
-            self.tail(),
+            self.tail(true),
             p = self.primal
         )
     }

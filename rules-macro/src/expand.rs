@@ -211,7 +211,7 @@ fn buffer_bounds(p: &TokenStream, dst: &Type, src: &Type) -> TokenStream {
     if compare {
         // The destination's element, named without a projection onto the source's own type,
         // which the trait solver could not resolve.
-        let target = de.map_or_else(|| quote!(<#dst as #p::ShadowMemory>::Elem), |d| quote!(#d));
+        let target = de.map_or_else(|| quote!(<#dst as #p::ShadowRead>::Elem), |d| quote!(#d));
         out.extend(bound_at(src, &quote!(#p::ShadowMemory<Elem = #target>)));
     }
     out

@@ -13,7 +13,8 @@
 use half::{bf16, f16};
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
-use rules_runtime::{Differentiable, On, accumulate, accumulate_and_zero, kernels, zero};
+use rules_runtime::testing::kernels;
+use rules_runtime::{Differentiable, On, accumulate, accumulate_and_zero, zero};
 use std::sync::Arc;
 
 mod common;

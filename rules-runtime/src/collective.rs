@@ -19,6 +19,7 @@
 //! overlapping.
 
 mod checks;
+#[cfg(any(test, feature = "testing"))]
 pub mod model;
 
 use crate::activity::{DstArg, SameWidth, SrcArg};

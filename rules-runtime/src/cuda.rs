@@ -7,6 +7,10 @@ use std::sync::{Arc, OnceLock};
 
 /// Whether the CUDA driver library can be loaded (checked once, without panicking).
 pub fn driver_available() -> bool {
+    // Miri cannot call into a foreign library: the host code it checks runs as without a driver.
+    if cfg!(miri) {
+        return false;
+    }
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // SAFETY: only tries to open the library by name; nothing from it is called.
     *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
@@ -24,15 +28,30 @@ pub fn require_driver() -> Result<()> {
 /// The context of device `ordinal`: [`Error::NoDriver`] without a driver, [`Error::NoDevice`]
 /// when there is no such device.
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
-    require_driver()?;
-    let count = CudaContext::device_count().map_err(driver("cuDeviceGetCount"))?;
-    if ordinal >= count.max(0) as usize {
-        return Err(Error::NoDevice {
-            ordinal,
-            count: count.max(0) as usize,
-        });
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(Error::NoDevice { ordinal, count });
     }
     CudaContext::new(ordinal).map_err(driver("cuCtxCreate"))
+}
+
+/// How many CUDA devices this process sees: [`Error::NoDriver`] without a driver; 0 when the
+/// driver loads but finds no device (a container without a GPU, `CUDA_VISIBLE_DEVICES=""`).
+pub fn device_count() -> Result<usize> {
+    require_driver()?;
+    match CudaContext::device_count() {
+        Ok(c) => Ok(usize::try_from(c).unwrap_or(0)),
+        Err(e) => no_device_is_zero(e),
+    }
+}
+
+/// `cuInit` answers `CUDA_ERROR_NO_DEVICE` when the driver sees no device: that is a count of 0,
+/// not a failure of the driver.
+fn no_device_is_zero(e: DriverError) -> Result<usize> {
+    match e.0 {
+        cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => Ok(0),
+        _ => Err(driver("cuDeviceGetCount")(e)),
+    }
 }
 
 /// A new stream on device `ordinal`, with the same errors as [`context`].
@@ -46,6 +65,39 @@ pub fn stream(ordinal: usize) -> Result<Arc<CudaStream>> {
 pub(crate) fn driver(op: &'static str) -> impl Fn(DriverError) -> Error {
     move |e| Error::Driver {
         op,
-        message: e.to_string(),
+        // cudarc's message asks the driver for its text, which panics where the library is
+        // missing: the code's name alone does not.
+        message: if driver_available() {
+            e.to_string()
+        } else {
+            format!("{:?}", e.0)
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::driver::sys::cudaError_enum;
+
+    #[test]
+    fn no_device_from_the_driver_is_a_count_of_zero() {
+        assert_eq!(
+            no_device_is_zero(DriverError(cudaError_enum::CUDA_ERROR_NO_DEVICE)).unwrap(),
+            0
+        );
+        let e = no_device_is_zero(DriverError(cudaError_enum::CUDA_ERROR_UNKNOWN)).unwrap_err();
+        assert!(matches!(e, Error::Driver { .. }), "{e}");
+    }
+
+    #[test]
+    fn without_a_driver_every_entry_point_says_so() {
+        if driver_available() {
+            eprintln!("skipped: this machine has a CUDA driver");
+            return;
+        }
+        assert!(matches!(device_count(), Err(Error::NoDriver)));
+        assert!(matches!(context(0), Err(Error::NoDriver)));
+        assert!(matches!(stream(0), Err(Error::NoDriver)));
     }
 }

@@ -19,7 +19,8 @@ pub enum Error {
     )]
     NoDriver,
 
-    /// There is no CUDA device with this ordinal.
+    /// There is no CUDA device with this ordinal (also when the driver loads but shows no device
+    /// at all: a container without a GPU, `CUDA_VISIBLE_DEVICES=""`).
     #[error("no CUDA device {ordinal}: this machine has {count}")]
     NoDevice {
         /// The ordinal asked for.
@@ -67,6 +68,23 @@ pub enum Error {
         src_start: u64,
         /// One past the last byte of the source.
         src_end: u64,
+    },
+
+    /// A shadow shares memory with a primal, or with a shadow of another lane: the rule would
+    /// read and write the same bytes as two different things.
+    #[error(
+        "{what} and {other} share memory; a shadow must be distinct from every primal and from \
+         the shadows of other lanes (bytes {start:#x}..{end:#x} are in both)"
+    )]
+    Aliasing {
+        /// One of the buffers (e.g. "the shadow of `dst` (lane 1)").
+        what: String,
+        /// The buffer it shares memory with.
+        other: String,
+        /// First shared byte.
+        start: u64,
+        /// One past the last shared byte.
+        end: u64,
     },
 
     /// The tape handed to a reverse rule was not made by the matching augmented primal.

@@ -30,25 +30,38 @@
 //! assert_eq!((dx, dy), ([1.0; 3], [0.0; 3]));
 //! ```
 //!
-//! Beyond one GPU (DESIGN §8): a copy between two devices is a `copy` rule whose reverse
-//! accumulates across them ([`peer`]); NCCL collectives have rules of their own
-//! (`#[derivative_rule(all_gather)]`, `broadcast`, `reduce`, `reduce_scatter`, `all_reduce`,
-//! `send`, `recv`, `send_recv`), whose reverse is the adjoint collective ([`collective`], [`nccl`]).
+//! Beyond one GPU: a copy between two devices is a `copy` rule whose reverse accumulates across
+//! them (the operations of [`ops`] route work across contexts; [`peer`] enables direct access);
+//! NCCL collectives have rules of their own (`#[derivative_rule(all_gather)]`, `broadcast`,
+//! `reduce`, `reduce_scatter`, `all_reduce`, `send`, `recv`, `send_recv`), whose reverse is the
+//! adjoint collective ([`nccl`]).
+//!
+//! The public face: the activities, [`ops`] (the one entry point for shadow work, in every memory
+//! kind and across contexts), the memory traits ([`ShadowRead`], [`ShadowMemory`], both `unsafe`
+//! to implement: the runtime's kernels trust them), [`cuda`] (driver probing that never panics),
+//! [`nccl`], the one [`Error`]. Rule bodies and kernel launches are private; generated code
+//! reaches what it needs through a hidden module. The `testing` feature adds [`testing`]: adjoint
+//! and finite-difference checks.
 #![warn(missing_docs)]
 
 pub mod activity;
-pub mod collective;
+mod collective;
 pub mod cuda;
+mod device;
 pub mod element;
 pub mod error;
-pub mod kernels;
 pub mod memory;
 pub mod nccl;
 pub mod ops;
-pub mod peer;
-pub mod rules;
-mod staging;
+mod rules;
+#[cfg(feature = "testing")]
 pub mod testing;
+
+/// Peer access between devices. The copy rules do not need it (their reverse across devices is
+/// staged through peer copies); enabling it makes primal peer copies faster.
+pub mod peer {
+    pub use crate::ops::cross::access::{can_access_peer, enable_peer_access};
+}
 
 /// cudarc, re-exported so that users depend on one crate and name the same buffer types.
 pub use cudarc;
@@ -57,7 +70,7 @@ pub use activity::{Const, Duplicated, DuplicatedOnly};
 pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
-pub use memory::{MemoryKind, ShadowMemory};
+pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
 pub use rules::CopyTape;
 pub use rules_macro::derivative_rule;
@@ -73,7 +86,7 @@ pub mod __private {
     };
     pub use crate::element::Differentiable;
     pub use crate::error::{Error, Result};
-    pub use crate::memory::{MemoryKind, SameElem, ShadowMemory};
+    pub use crate::memory::{MemoryKind, SameElem, ShadowMemory, ShadowRead};
     pub use crate::nccl::{AsComm, CollectiveDst, CollectiveSrc, NcclElement, RankArg};
     pub use crate::ops::{AsStream, On};
     pub use crate::rules::{

@@ -95,20 +95,34 @@ pub fn checked<T>(op: &'static str, result: core::result::Result<T, NcclError>) 
 
 /// Maps an NCCL error of operation `op` into [`Error::Nccl`].
 pub(crate) fn nccl_error(op: &'static str) -> impl Fn(NcclError) -> Error {
-    move |e| {
-        // SAFETY: NCCL returns a static string for every result code.
-        let message = unsafe {
-            let p = cudarc::nccl::sys::ncclGetErrorString(e.0);
-            if p.is_null() {
-                String::new()
-            } else {
-                std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
-            }
-        };
-        Error::Nccl {
-            op,
-            code: format!("{:?}", e.0),
-            message,
+    move |e| Error::Nccl {
+        op,
+        code: format!("{:?}", e.0),
+        message: describe(e.0),
+    }
+}
+
+/// NCCL's description of `code`, asked of NCCL only when it can be loaded.
+///
+/// An `NcclError` reaches here without libnccl when a user's primal builds one, or hands
+/// [`checked`] a result that did not come from NCCL; cudarc's loader panics where the library is
+/// missing, and a missing library must give an `Err`, never a panic. The error stays
+/// [`Error::Nccl`], with its operation and code, rather than becoming [`Error::NoNccl`]: the code
+/// is what failed, a caller that matches `Error::Nccl` for a failed collective keeps seeing one,
+/// and `NoNccl` remains the refusal that [`require_nccl`] raises before any NCCL call.
+fn describe(code: cudarc::nccl::sys::ncclResult_t) -> String {
+    if !nccl_available() {
+        return "NCCL is not loaded, so it cannot describe this code; see \
+                `ncclResult_t` in NCCL's documentation"
+            .into();
+    }
+    // SAFETY: NCCL is loadable (checked above); it returns a static string for every code.
+    unsafe {
+        let p = cudarc::nccl::sys::ncclGetErrorString(code);
+        if p.is_null() {
+            String::new()
+        } else {
+            std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
         }
     }
 }
@@ -185,7 +199,7 @@ impl NcclElement for half::bf16 {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory an NCCL collective can read",
     label = "collective rules move cudarc device buffers",
-    note = "use `CudaSlice<T>`, `CudaView<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16`"
+    note = "use `CudaSlice<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16` (not a read-only `CudaView`: the reverse pass accumulates into the input's shadow)"
 )]
 pub trait CollectiveSrc: ShadowMemory<Elem: NcclElement> {
     /// The whole buffer, for reading.
@@ -211,11 +225,6 @@ impl<T: NcclElement> CollectiveSrc for CudaSlice<T> {
 impl<T: NcclElement> CollectiveDst for CudaSlice<T> {
     fn view_mut(&mut self) -> CudaViewMut<'_, T> {
         self.as_view_mut()
-    }
-}
-impl<T: NcclElement> CollectiveSrc for CudaView<'_, T> {
-    fn view(&self) -> CudaView<'_, T> {
-        self.slice(..)
     }
 }
 impl<T: NcclElement> CollectiveSrc for CudaViewMut<'_, T> {
@@ -368,50 +377,176 @@ pub(crate) fn run<T: NcclElement>(
     result.map(|_| ()).map_err(nccl_error(op.name()))
 }
 
-/// Scratch device memory of one communicator stream: two reusable slots (a received cotangent,
-/// and zeros or a discarded result for a `Const` argument).
-pub(crate) struct Scratch {
-    stream: Arc<CudaStream>,
-    slots: [Option<CudaSlice<u8>>; 2],
+// Scratch memory of the collective rules, cached per communicator stream.
+//
+// Keys. An entry is keyed by the address of its stream's `Arc` allocation (`Arc::as_ptr`) and
+// holds a clone of that `Arc`, so the address cannot be taken by another stream while the entry
+// exists: two `Arc<CudaStream>`s never share an entry, even when they wrap one `CUstream` handle
+// (`default_stream()`, handles wrapped twice: CUDA serializes their work, and each has its own
+// memory). CUDA's per-thread default stream (`per_thread_stream()`) is one handle, and possibly
+// one `Arc`, for a different stream on each host thread, so its slots are kept per host thread
+// (`Lane`). A slot thus belongs to exactly one CUDA stream.
+//
+// No two streams share a slot while work is pending. A slot is only reached through
+// `with_scratch` for its own stream (and thread, for the per-thread stream), under the entry's
+// lock, which is held for all of `f`: for as long as the host makes views of the slot and
+// enqueues work on it. That work is enqueued on the key's stream (collective.rs runs NCCL, zero
+// and accumulate on `comm.stream()`, the `Arc` `with_scratch` is given, which is also the one the
+// slots are allocated on), so the next use of a slot is ordered after the last by the stream
+// (and cudarc orders a `CudaSlice`'s uses on its stream); a slot that grows is dropped, which
+// cudarc frees on that same stream, after the work queued before.
+//
+// A released entry's memory is not in use. Before each call, entries whose stream's `Arc` is
+// referenced only by the cache itself are released: one reference for the entry, and one per
+// allocated slot (cudarc's `CudaSlice` holds an `Arc` of its stream). Every caller of
+// `with_scratch` holds its own reference to the stream for the whole call (its `&Arc`, which a
+// communicator's `stream()` clones), and the cache hands none of its references out, so when the
+// counts are equal no call for that stream is running or can start: new references are made only
+// from existing ones (a `Weak` upgraded later finds no entry and gets a new one). Host side, the
+// count is read under the entry's lock (`try_lock`; a locked entry is kept), so no slot is being
+// used or grown meanwhile. Device side, all work that used the slots was enqueued on the entry's
+// stream, and dropping a slot frees it on that stream after that work (cuMemFreeAsync, or a
+// synchronize before the free without stream-ordered allocation); the slot's own `Arc` keeps the
+// stream alive until then. Only for the per-thread stream would the free land on another stream
+// (the dropping thread's), so a released entry holding slots of another thread is dropped after
+// the context synchronizes.
+
+/// Which of a stream's slot pairs a call uses: `None`, or the calling thread for CUDA's
+/// per-thread default stream.
+type Lane = Option<std::thread::ThreadId>;
+
+/// CUDA's `CU_STREAM_PER_THREAD` handle, which cudarc's `per_thread_stream()` wraps.
+const PER_THREAD_STREAM: usize = 0x2;
+
+fn lane(stream: &CudaStream) -> Lane {
+    (stream.cu_stream() as usize == PER_THREAD_STREAM).then(|| std::thread::current().id())
 }
 
-/// Runs `f` with the scratch memory of `stream`, locked.
+/// The two reusable slots of one stream (a received cotangent, and zeros or a discarded result
+/// for a `Const` argument).
+type Slots = [Option<CudaSlice<u8>>; 2];
+
+/// The cached scratch of one stream `Arc`.
+struct Entry {
+    stream: Arc<CudaStream>,
+    lanes: Mutex<HashMap<Lane, Slots>>,
+}
+
+/// The references to a stream's `Arc` the cache holds for one entry with `allocated` slots: the
+/// entry's own, and one in each slot.
+fn refs_held(allocated: usize) -> usize {
+    1 + allocated
+}
+
+/// Whether an entry may be released: its stream's `Arc` has `strong` references, and
+/// `allocated` slots (`None` while the entry is locked, i.e. in use).
+fn releasable(strong: usize, allocated: Option<usize>) -> bool {
+    allocated.is_some_and(|n| strong == refs_held(n))
+}
+
+impl Entry {
+    fn releasable(&self) -> bool {
+        let lanes = match self.lanes.try_lock() {
+            Ok(l) => l,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return releasable(0, None),
+        };
+        let allocated = lanes.values().flatten().filter(|s| s.is_some()).count();
+        // Read under the lock, so no slot is allocated or dropped between the two counts.
+        releasable(Arc::strong_count(&self.stream), Some(allocated))
+    }
+
+    /// Whether it holds slots of a thread other than this one (per-thread stream only).
+    fn has_foreign_slots(&self) -> bool {
+        let me = Some(std::thread::current().id());
+        let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        lanes
+            .iter()
+            .any(|(l, s)| l.is_some() && *l != me && s.iter().any(Option::is_some))
+    }
+}
+
+/// Frees released entries (see the comment above `Lane`).
+fn release(entries: Vec<Arc<Entry>>) {
+    for e in entries {
+        if e.has_foreign_slots() {
+            // As cudarc does before a synchronous free: an error is kept on the context.
+            let ctx = e.stream.context();
+            ctx.record_err(ctx.synchronize());
+        }
+        drop(e);
+    }
+}
+
+/// Scratch device memory of one communicator stream, locked, as `with_scratch` hands it out.
+pub(crate) struct Scratch<'a> {
+    /// The entry's `Arc` of the stream, which the slots are allocated on.
+    stream: &'a Arc<CudaStream>,
+    slots: &'a mut Slots,
+}
+
+/// Runs `f` with the scratch memory of `stream` (and of this thread, for the per-thread stream),
+/// locked; first releases the scratch of streams that are gone.
 pub(crate) fn with_scratch<R>(
     stream: &Arc<CudaStream>,
-    f: impl FnOnce(&mut Scratch) -> Result<R>,
+    f: impl FnOnce(&mut Scratch<'_>) -> Result<R>,
 ) -> Result<R> {
-    type Entries = HashMap<(usize, usize), Arc<Mutex<Scratch>>>;
-    static ENTRIES: OnceLock<Mutex<Entries>> = OnceLock::new();
-    let key = (
-        stream.context().cu_ctx() as usize,
-        stream.cu_stream() as usize,
-    );
-    let entry = {
+    static ENTRIES: OnceLock<Mutex<HashMap<usize, Arc<Entry>>>> = OnceLock::new();
+    let key = Arc::as_ptr(stream) as usize;
+    let (entry, released) = {
         let mut map = ENTRIES
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        map.entry(key)
+        // Never this call's entry: the caller's reference makes its count exceed the cache's.
+        let released: Vec<Arc<Entry>> = map
+            .extract_if(|_, e| e.releasable())
+            .map(|(_, e)| e)
+            .collect();
+        let entry = map
+            .entry(key)
             .or_insert_with(|| {
-                Arc::new(Mutex::new(Scratch {
+                Arc::new(Entry {
                     stream: stream.clone(),
-                    slots: [None, None],
-                }))
+                    lanes: Mutex::default(),
+                })
             })
-            .clone()
+            .clone();
+        (entry, released)
     };
-    let mut scratch = entry.lock().unwrap_or_else(|p| p.into_inner());
-    f(&mut scratch)
+    if !released.is_empty() {
+        // Outside the map's lock: a release may wait for its context.
+        release(released);
+        // Dropping a stream binds its context to this thread.
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
+    }
+    let mut lanes = entry.lanes.lock().unwrap_or_else(|p| p.into_inner());
+    let slots = lanes.entry(lane(stream)).or_default();
+    f(&mut Scratch {
+        stream: &entry.stream,
+        slots,
+    })
 }
 
 /// Bytes of scratch are allocated in multiples of this (and so stay aligned for every element).
 const GRAIN: usize = 256;
 
-impl Scratch {
+impl Scratch<'_> {
     fn ensure(&mut self, slot: usize, bytes: usize) -> Result<()> {
         let have = self.slots[slot].as_ref().map_or(0, DeviceSlice::len);
         if bytes > have {
-            let new = bytes.max(have.saturating_mul(2)).div_ceil(GRAIN) * GRAIN;
+            let new = bytes
+                .max(have.saturating_mul(2))
+                .div_ceil(GRAIN)
+                .checked_mul(GRAIN)
+                .ok_or(Error::RangeOverflow {
+                    what: "collective scratch",
+                    offset: 0,
+                    len: bytes,
+                })?;
             // The old slot is freed in stream order (cudarc), after the work queued on it.
             self.slots[slot] = None;
             let buf = self
@@ -431,10 +566,16 @@ impl Scratch {
     ) -> Result<ViewPair<'_, T>> {
         for (slot, n) in [(0, n0), (1, n1)] {
             if let Some(n) = n {
-                self.ensure(slot, (n * size_of::<T>()).max(1))?;
+                // The lengths are those of checked buffers of `T`, so this does not overflow.
+                let bytes = n.checked_mul(size_of::<T>()).ok_or(Error::RangeOverflow {
+                    what: "collective scratch",
+                    offset: 0,
+                    len: n,
+                })?;
+                self.ensure(slot, bytes.max(1))?;
             }
         }
-        let [a, b] = &mut self.slots;
+        let [a, b] = &mut *self.slots;
         Ok((typed(a, n0), typed(b, n1)))
     }
 }
@@ -494,5 +635,44 @@ mod tests {
         }
         .to_string();
         assert!(e.contains("0..2"), "{e}");
+    }
+
+    /// An NCCL error code handed to `checked` is an `Err`, also on a machine without libnccl
+    /// (where asking NCCL for its description would panic in cudarc's loader).
+    #[test]
+    fn checked_error_is_an_err_without_nccl() {
+        use cudarc::nccl::sys::ncclResult_t;
+        let e = checked(
+            "all_gather",
+            Err::<(), _>(NcclError(ncclResult_t::ncclInvalidUsage)),
+        )
+        .unwrap_err();
+        match e {
+            Error::Nccl { op, code, message } => {
+                assert_eq!(op, "all_gather");
+                assert!(code.contains("ncclInvalidUsage"), "{code}");
+                assert!(!message.is_empty());
+                if !nccl_available() {
+                    assert!(message.contains("not loaded"), "{message}");
+                }
+            }
+            e => panic!("unexpected error: {e}"),
+        }
+    }
+
+    /// Scratch is released when the cache holds every reference to its stream: the entry's own
+    /// and one per allocated slot (a count that left the slots' references out would never
+    /// release memory); not while anyone else holds the stream, nor while the entry is locked.
+    #[test]
+    fn scratch_is_released_when_only_the_cache_holds_its_stream() {
+        assert_eq!((refs_held(0), refs_held(2)), (1, 3));
+        assert!(releasable(1, Some(0)), "no slots, no other holder");
+        assert!(releasable(3, Some(2)), "two slots, each holding the stream");
+        assert!(
+            !releasable(4, Some(2)),
+            "a communicator still holds the stream"
+        );
+        assert!(!releasable(2, Some(0)), "a caller still holds the stream");
+        assert!(!releasable(3, None), "locked: in use");
     }
 }

@@ -165,3 +165,54 @@ mod tests {
         assert!(!bad.within(1e-3), "{bad:?}");
     }
 }
+
+/// The host model of the collectives that the collective rules are checked against.
+pub use crate::collective::model as collective_model;
+
+/// Raw launches of the runtime's kernels, for benchmarks that time them without the operations'
+/// checks and routing. Not an API for rules: use [`crate::ops`].
+pub mod kernels {
+    use crate::element::Dtype;
+    use crate::error::Result;
+    use cudarc::driver::CudaStream;
+
+    /// Launches a kernel that does nothing (one block of one thread): the launch-overhead ceiling.
+    pub fn empty_launch(stream: &CudaStream) -> Result<()> {
+        crate::device::kernels::empty_launch(stream)
+    }
+
+    /// Launches `acc[i] += src[i]` (and `src[i] = 0` when `zero_src`) on `n` elements of `dtype`.
+    ///
+    /// # Safety
+    /// Both addresses valid on `stream`'s device for `n` elements, ordered on `stream`, disjoint
+    /// or equal.
+    pub unsafe fn accumulate(
+        stream: &CudaStream,
+        dtype: Dtype,
+        acc: u64,
+        src: u64,
+        n: usize,
+        zero_src: bool,
+    ) -> Result<()> {
+        crate::cuda::require_driver()?;
+        // SAFETY: by the caller's contract.
+        unsafe { crate::device::kernels::accumulate(stream, dtype, acc, src, n, zero_src) }
+    }
+
+    /// Sets `bytes` bytes at device address `ptr` to zero on `stream` (the driver's memset).
+    ///
+    /// # Safety
+    /// `ptr .. ptr + bytes` valid device-accessible memory, ordered on `stream`.
+    pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+        crate::cuda::require_driver()?;
+        // SAFETY: by the caller's contract.
+        unsafe { crate::device::kernels::zero(stream, ptr, bytes) }
+    }
+}
+
+/// What the runtime's cache holds, for tests that check it is released: the number of contexts
+/// it holds, and for `ctx` the number and total bytes of its pooled staging buffers.
+pub fn cache_held(ctx: &cudarc::driver::CudaContext) -> (usize, usize, usize) {
+    let (buffers, bytes) = crate::device::pool::pooled(ctx);
+    (crate::device::pool::contexts_held(), buffers, bytes)
+}

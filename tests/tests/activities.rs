@@ -124,9 +124,9 @@ macro_rules! slice_combo {
                     (&s.dx, &s.dy),
                     "the augmented primal writes no shadow"
                 );
-                assert_eq!(tape.n, N);
-                assert_eq!(tape.width, if active!($d) { W } else { 0 });
-                assert_eq!(tape.primal_ran, primal_needed!($d));
+                assert_eq!(tape.n(), N);
+                assert_eq!(tape.width(), if active!($d) { W } else { 0 });
+                assert_eq!(tape.primal_ran(), primal_needed!($d));
                 // The cotangent seed of dst is its shadow's current (nonzero) value, s.dy.
                 copy_slice_reverse(
                     tape,
@@ -239,9 +239,12 @@ macro_rules! ptr_combo {
                     (&s.dx, &s.dy),
                     "the augmented primal writes no shadow"
                 );
-                assert_eq!((tape.n, tape.dst_offset, tape.src_offset), (N, DOFF, SOFF));
-                assert_eq!(tape.width, if active!($d) { W } else { 0 });
-                assert_eq!(tape.primal_ran, primal_needed!($d));
+                assert_eq!(
+                    (tape.n(), tape.dst_offset(), tape.src_offset()),
+                    (N, DOFF, SOFF)
+                );
+                assert_eq!(tape.width(), if active!($d) { W } else { 0 });
+                assert_eq!(tape.primal_ran(), primal_needed!($d));
                 unsafe {
                     copy_ptr_reverse(
                         tape,
@@ -403,7 +406,7 @@ fn reverse_runs_no_primal_copy() {
     )
     .unwrap();
     assert_eq!(calls.get(), 0, "DuplicatedOnly skips the primal copy");
-    assert!(!tape.primal_ran);
+    assert!(!tape.primal_ran());
 }
 
 /// `Vec<T>` buffers (taken as `&Vec` on purpose: the rule must accept them).

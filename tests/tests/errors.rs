@@ -468,7 +468,7 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
         Duplicated::new(&x4[..], &mut dx4[..]),
     )
     .unwrap();
-    assert_eq!((tape_n4.n, tape_n4.width), (4, 1));
+    assert_eq!((tape_n4.n(), tape_n4.width()), (4, 1));
 
     // Another length.
     let x3 = ramp::<f64>(3, 1.0);
@@ -527,7 +527,7 @@ fn a_pointer_tape_with_other_offsets_is_refused_and_changes_nothing() {
         )
     }
     .unwrap();
-    assert_eq!((tape.dst_offset, tape.src_offset, tape.n), (1, 2, 3));
+    assert_eq!((tape.dst_offset(), tape.src_offset(), tape.n()), (1, 2, 3));
     let before = (y.clone(), dy.clone(), dx.clone());
     for (doff, soff, n) in [(2, 1, 3), (1, 2, 4), (0, 2, 3)] {
         let r = unsafe {

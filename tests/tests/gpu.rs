@@ -613,13 +613,10 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
     }
     .unwrap_err();
     assert!(matches!(e, Error::PartialOverlap { .. }), "{e}");
-    let t = rules_runtime::CopyTape {
-        n: 4,
-        dst_offset: 2,
-        src_offset: 0,
-        width: 1,
-        primal_ran: true,
-    };
+    // A tape of an exact self-copy (which changes nothing); the overlap is refused before the
+    // tape is looked at.
+    let t = unsafe { copy_d2d_augmented_primal(&s, Const(p), 1, Const(p as *const f32), 1, 4) }
+        .unwrap();
     let e = unsafe {
         copy_d2d_reverse(
             t,

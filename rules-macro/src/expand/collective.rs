@@ -59,7 +59,7 @@ pub fn expand(rule: &Rule, c: &CheckedCollective) -> TokenStream {
         if x.to_token_stream().to_string() != y.to_token_stream().to_string() {
             // The very bound the runtime asks for: the solver then needs no normalisation of
             // `X`'s element, which a where-clause on `X` would keep it from doing.
-            let target = quote!(<#x as #p::ShadowMemory>::Elem);
+            let target = quote!(<#x as #p::ShadowRead>::Elem);
             bounds.extend(bound_at(y, &quote!(#p::ShadowMemory<Elem = #target>)));
         }
     }

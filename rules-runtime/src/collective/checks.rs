@@ -97,18 +97,43 @@ impl Side {
 }
 
 /// The lengths this rank's `x` and `y` must have: `(src, dst)`, `None` where not checked.
-fn expected(op: Op, r: usize, p: usize, x: &Side, y: &Side) -> (Option<usize>, Option<usize>) {
+///
+/// A length times the number of ranks that overflows `usize` is refused here, before anything
+/// moves, as [`Error::LengthMismatch`] with `expected: usize::MAX`: it is one, since no buffer can
+/// hold more elements than `usize` counts (a saturated length would instead let a buffer of
+/// `usize::MAX` elements pass, and a wrapped one a short buffer).
+fn expected(
+    op: Op,
+    r: usize,
+    p: usize,
+    x: &Side,
+    y: &Side,
+) -> Result<(Option<usize>, Option<usize>)> {
     let reads = x.present && op.sends(r);
     let writes = y.present && op.receives(r);
+    // `p` chunks of `chunk.len` elements, which `whole` (named `name`) must hold.
+    let times_p = |chunk: &Side, whole: &Side, name: &str| -> Result<usize> {
+        let n = chunk.len;
+        n.checked_mul(p).ok_or_else(|| Error::LengthMismatch {
+            what: format!(
+                "the primal `{name}` of `{}` on rank {r} of {p}, which would need {p} × {n} \
+                 elements (more than `usize` counts),",
+                op.name()
+            ),
+            expected: usize::MAX,
+            found: whole.len,
+        })
+    };
     let (sx, sy) = match op {
         Op::Broadcast { .. } => (Some(y.len), Some(y.len)),
         Op::Reduce { .. } => (Some(x.len), Some(x.len)),
-        Op::AllGather => (Some(x.len), Some(x.len.saturating_mul(p))),
-        Op::ReduceScatter => (Some(y.len.saturating_mul(p)), Some(y.len)),
+        Op::AllGather if writes => (Some(x.len), Some(times_p(x, y, "y")?)),
+        Op::ReduceScatter if reads => (Some(times_p(y, x, "x")?), Some(y.len)),
+        Op::AllGather | Op::ReduceScatter => (Some(x.len), Some(y.len)),
         Op::AllReduce => (Some(x.len), Some(x.len)),
         Op::Send { .. } | Op::Recv { .. } | Op::SendRecv { .. } => (Some(x.len), Some(y.len)),
     };
-    (sx.filter(|_| reads), sy.filter(|_| writes))
+    Ok((sx.filter(|_| reads), sy.filter(|_| writes)))
 }
 
 /// Checks everything a collective rule needs before any byte moves; returns the operation and the
@@ -138,7 +163,7 @@ pub(super) fn check(c: &Collective<'_>, x: &Side, y: &Side) -> Result<(Op, usize
 /// shadows not partially overlapping.
 fn check_shape(kind: Kind, r: usize, p: usize, x: &Side, y: &Side) -> Result<(Op, usize, usize)> {
     let op = kind.op(p)?;
-    let (ex, ey) = expected(op, r, p, x, y);
+    let (ex, ey) = expected(op, r, p, x, y)?;
     let what = |name: &str| format!("the primal `{name}` of `{}` on rank {r} of {p}", op.name());
     for (name, side, e) in [("x", x, ex), ("y", y, ey)] {
         let Some(e) = e else { continue };
@@ -225,6 +250,7 @@ pub(super) fn check_tape(made: &CollectiveTape, found: CollectiveTape) -> Result
 mod tests {
     use super::*;
     use crate::activity::{Const, Duplicated};
+    use crate::memory::ShadowRead;
 
     fn side_x<const N: usize>(x: &Duplicated<&[f32], &mut [f32], N>) -> Side {
         Side::of(
@@ -320,5 +346,47 @@ mod tests {
         assert!(check_tape(&t, t).is_ok());
         let e = check_tape(&t, CollectiveTape { width: 3, ..t }).unwrap_err();
         assert!(matches!(e, Error::TapeMismatch(_)), "{e}");
+    }
+
+    fn huge(len: usize) -> Side {
+        Side {
+            present: true,
+            len,
+            lanes: vec![None],
+            contexts: Vec::new(),
+        }
+    }
+
+    /// `|x| · p` (all_gather) or `|y| · p` (reduce_scatter) that overflows `usize` is a typed
+    /// error, never a length that saturates into a match (`usize::MAX` for the other side).
+    #[test]
+    fn lengths_times_ranks_that_overflow_are_refused() {
+        let big = usize::MAX / 2 + 1;
+        for (kind, x, y) in [
+            (Kind::AllGather, huge(big), huge(usize::MAX)),
+            (Kind::ReduceScatter, huge(usize::MAX), huge(big)),
+        ] {
+            let r = check_shape(kind, 0, 2, &x, &y);
+            assert!(
+                matches!(r, Err(Error::LengthMismatch { .. })),
+                "{kind:?}: {:?}",
+                r.map_err(|e| e.to_string())
+            );
+        }
+        let e = check_shape(Kind::AllGather, 1, 3, &huge(big), &huge(6)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    expected: usize::MAX,
+                    found: 6,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("`y` of `all_gather` on rank 1 of 3"), "{msg}");
+        assert!(msg.contains("more than `usize` counts"), "{msg}");
     }
 }

@@ -9,17 +9,18 @@ use super::Op;
 
 /// The lengths `(x, y)` rank `r` of `p` uses for `op` with chunk length `n` (0 for a buffer the
 /// rank does not read or write): the chunk is what one rank contributes (`all_gather`,
-/// `reduce_scatter`) or the whole buffer (the others).
-pub fn lens(op: Op, r: usize, p: usize, n: usize) -> (usize, usize) {
+/// `reduce_scatter`) or the whole buffer (the others). `None` when `p · n` does not fit in
+/// `usize` (no buffer has such a length).
+pub fn lens(op: Op, r: usize, p: usize, n: usize) -> Option<(usize, usize)> {
     let (x, y) = match op {
-        Op::AllGather => (n, p * n),
-        Op::ReduceScatter => (p * n, n),
+        Op::AllGather => (n, p.checked_mul(n)?),
+        Op::ReduceScatter => (p.checked_mul(n)?, n),
         _ => (n, n),
     };
-    (
+    Some((
         if op.sends(r) { x } else { 0 },
         if op.receives(r) { y } else { 0 },
-    )
+    ))
 }
 
 /// The outputs `y[r]` of every rank, given each rank's operation and input `x[r]` (empty where the
@@ -169,7 +170,7 @@ mod tests {
             for ops in programs(p) {
                 let p = ops.len();
                 for n in [0, 1, 3] {
-                    let shape = |r: usize| lens(ops[r], r, p, n);
+                    let shape = |r: usize| lens(ops[r], r, p, n).expect("small lengths");
                     let v: Vec<Vec<f64>> = (0..p).map(|r| vals(shape(r).0, 7 + r as u64)).collect();
                     let w: Vec<Vec<f64>> =
                         (0..p).map(|r| vals(shape(r).1, 91 + r as u64)).collect();
@@ -227,6 +228,28 @@ mod tests {
                 &[vec![1.0], vec![2.0]]
             )
             .is_none()
+        );
+    }
+
+    /// A chunk length times the number of ranks that overflows `usize` is `None`, not a panic
+    /// (before: an overflow panic in debug builds, a wrapped length in release).
+    #[test]
+    fn lens_that_overflow_do_not_panic() {
+        let r = std::panic::catch_unwind(|| {
+            let _ = lens(Op::AllGather, 0, 2, usize::MAX);
+            let _ = lens(Op::ReduceScatter, 1, 3, usize::MAX / 2);
+        });
+        assert!(r.is_ok(), "lens panicked on an overflowing length");
+        assert_eq!(lens(Op::AllGather, 0, 2, usize::MAX / 2 + 1), None);
+        assert_eq!(lens(Op::ReduceScatter, 1, 3, usize::MAX / 2), None);
+        assert_eq!(
+            lens(Op::AllGather, 1, 2, usize::MAX / 2),
+            Some((usize::MAX / 2, usize::MAX - 1))
+        );
+        // Ops without a product never overflow.
+        assert_eq!(
+            lens(Op::AllReduce, 0, 9, usize::MAX),
+            Some((usize::MAX, usize::MAX))
         );
     }
 }

@@ -1,11 +1,17 @@
 //! Pageable host memory: `[T]`, `[T; N]`, `Vec<T>`.
+//!
+//! The kind says "no device work touches this memory while the runtime uses it from the host".
+//! A slice of page-locked or managed memory (e.g. `pinned.as_mut_slice()`) also arrives here as a
+//! `[T]`; the operations never rely on pageable semantics for correctness (they wait for their own
+//! copies to finish before writing a host slice; see `crate::ops`).
 
-use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::element::Differentiable;
 use crate::error::Result;
 use cudarc::driver::CudaStream;
 
-impl<T: Differentiable> ShadowMemory for [T] {
+// SAFETY: a slice's length and address are its own; no device address is handed out.
+unsafe impl<T: Differentiable> ShadowRead for [T] {
     type Elem = T;
     fn kind(&self) -> MemoryKind {
         MemoryKind::Host
@@ -19,11 +25,15 @@ impl<T: Differentiable> ShadowMemory for [T] {
     fn host(&self) -> Result<Option<&[T]>> {
         Ok(Some(self))
     }
-    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
-        Ok(Some(self))
-    }
     fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         None
+    }
+}
+
+// SAFETY: as above.
+unsafe impl<T: Differentiable> ShadowMemory for [T] {
+    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+        Ok(Some(self))
     }
     fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         None
@@ -32,7 +42,8 @@ impl<T: Differentiable> ShadowMemory for [T] {
 
 macro_rules! deref_to_slice {
     ($(impl[$($g:tt)*] $t:ty;)*) => {$(
-        impl<$($g)*> ShadowMemory for $t {
+        // SAFETY: forwards to the slice the container derefs to.
+        unsafe impl<$($g)*> ShadowRead for $t {
             type Elem = T;
             fn kind(&self) -> MemoryKind {
                 MemoryKind::Host
@@ -46,11 +57,14 @@ macro_rules! deref_to_slice {
             fn host(&self) -> Result<Option<&[T]>> {
                 Ok(Some(&self[..]))
             }
-            fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
-                Ok(Some(&mut self[..]))
-            }
             fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
                 None
+            }
+        }
+        // SAFETY: as above.
+        unsafe impl<$($g)*> ShadowMemory for $t {
+            fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+                Ok(Some(&mut self[..]))
             }
             fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
                 None

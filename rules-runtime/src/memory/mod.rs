@@ -1,7 +1,8 @@
 //! Memory kinds and the shadow-memory trait.
 //!
-//! A shadow lives in some kind of memory. [`ShadowMemory`] says which, how long it is, and hands
-//! out host slices or device addresses that the operations in [`crate::ops`] dispatch on. One file
+//! A shadow lives in some kind of memory. [`ShadowRead`] and [`ShadowMemory`] say which, how long
+//! it is, and hand out host slices or device addresses that the operations in [`crate::ops`]
+//! dispatch on. Both are `unsafe` traits: the runtime launches kernels over what they answer. One file
 //! per kind: [`host`] (pageable `[T]`, `Vec<T>`, arrays), [`device`] (`CudaSlice`, `CudaView`,
 //! `CudaViewMut`), [`pinned`] (`PinnedHostSlice`), [`unified`] (`UnifiedSlice`) and [`raw`] (raw
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
@@ -96,21 +97,26 @@ pub enum Overlap {
 }
 
 /// A device address usable by kernels and copies on one stream, holding cudarc's
-/// synchronisation guard (an event record) until the work is enqueued.
+/// synchronisation guard (an event record) until the work is enqueued. The address itself is
+/// private: only the runtime launches work on it.
 pub struct DeviceAddr<'a> {
-    /// The address of the first element, in the unified address space.
-    pub addr: u64,
+    addr: u64,
     _sync: Option<cudarc::driver::SyncOnDrop<'a>>,
 }
 
 impl DeviceAddr<'_> {
-    /// An address with no synchronisation guard.
+    /// An address with no synchronisation guard, for implementations of [`ShadowRead`].
     ///
     /// # Safety
-    /// `addr` must point at the buffer's elements, reachable from the stream's device, and the
-    /// buffer's pending work must already be ordered before the stream's next work.
+    /// `addr` must point at the buffer's `len()` elements, reachable from the stream's device,
+    /// and the buffer's pending work must already be ordered before the stream's next work.
     pub unsafe fn new(addr: u64) -> Self {
         DeviceAddr { addr, _sync: None }
+    }
+
+    /// The address.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
     }
 }
 
@@ -124,17 +130,27 @@ impl<'a> DeviceAddr<'a> {
     }
 }
 
-/// Memory that can hold a shadow (a derivative) of a copy's buffer.
+/// Memory a shadow can be read from: what the runtime needs to *read* a buffer.
 ///
-/// Implemented for every memory kind the runtime knows: pageable host slices and vectors,
-/// cudarc's device, pinned and unified buffers, and raw pointers with a declared kind. A copy
-/// rule's `dst` and `src` types must implement it, with the same element type.
+/// # Safety
+/// The runtime's kernels and copies trust these answers for addresses and lengths, so an
+/// implementation must guarantee, for as long as the value is borrowed:
+/// - [`len`](ShadowRead::len) is the number of elements, and [`region`](ShadowRead::region) is
+///   the byte range `addr .. addr + len * size_of::<Elem>()` of those elements (the address being
+///   the one [`host`](ShadowRead::host) or [`device`](ShadowRead::device) hands out);
+/// - [`host`](ShadowRead::host) returns `None` or a slice of exactly `len()` elements;
+/// - [`device`](ShadowRead::device) returns `None` or the address of `len()` elements readable by
+///   work ordered on `stream`, on the device of `stream`'s context (or of
+///   [`context`](ShadowRead::context), which must be the context the memory belongs to), with
+///   every pending write to them already ordered before that work;
+/// - [`kind`](ShadowRead::kind) is the memory the elements live in: `Host` only for memory that
+///   no device work can be touching while the runtime reads or writes it from the host.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot hold a shadow for a derivative rule",
-    label = "this buffer type does not implement `ShadowMemory`",
-    note = "use a slice `[T]`, `Vec<T>`, a cudarc buffer (`CudaSlice<T>`, `CudaView<T>`, `CudaViewMut<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`), or implement `rules_runtime::ShadowMemory` for your type"
+    message = "`{Self}` cannot be read as a shadow",
+    label = "this buffer type does not implement `ShadowRead`",
+    note = "use a slice `[T]`, `Vec<T>`, or a cudarc buffer (`CudaSlice<T>`, `CudaView<T>`, `CudaViewMut<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`)"
 )]
-pub trait ShadowMemory {
+pub unsafe trait ShadowRead {
     /// The element type.
     type Elem: Differentiable;
     /// The memory kind, for dispatch and messages.
@@ -145,7 +161,8 @@ pub trait ShadowMemory {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The byte range, for alias checks.
+    /// The byte range, for alias checks. Must not enqueue work, wait or change the thread's
+    /// current context.
     fn region(&self) -> Region;
     /// The stream the buffer's work is ordered on, if it has one (cudarc device buffers do). Work
     /// on device memory given no stream ([`crate::On::Host`]) is ordered there.
@@ -159,12 +176,35 @@ pub trait ShadowMemory {
     /// The elements, for host code: pageable host memory always; pinned and unified memory after
     /// waiting for the work pending on them; `None` for device memory.
     fn host(&self) -> Result<Option<&[Self::Elem]>>;
-    /// The elements, for host code to write; as [`ShadowMemory::host`].
-    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>>;
     /// The device address for work ordered on `stream` (device, pinned and unified memory);
     /// `None` for pageable host memory.
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>>;
-    /// The device address for work that writes, ordered on `stream`; as [`ShadowMemory::device`].
+}
+
+/// Memory that can hold a shadow (a derivative) of a copy's buffer: readable *and* writable, since
+/// a reverse pass writes every shadow it touches (it zeroes the destination's, accumulates into
+/// the source's).
+///
+/// Implemented for every memory kind the runtime knows: pageable host slices and vectors,
+/// cudarc's device (`CudaSlice`, `CudaViewMut`), pinned and unified buffers, and raw pointers with
+/// a declared kind. A read-only `CudaView` is [`ShadowRead`] only: it can be the source of
+/// [`crate::accumulate`], not a buffer of a copy rule.
+///
+/// # Safety
+/// As [`ShadowRead`], and: [`host_mut`](ShadowMemory::host_mut) returns `None` or exactly `len()`
+/// elements; [`device_mut`](ShadowMemory::device_mut) returns `None` or the address of `len()`
+/// elements writable by work ordered on `stream`, with every pending read and write of them
+/// ordered before that work, and nothing else writing them meanwhile.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold a shadow for a derivative rule",
+    label = "this buffer type does not implement `ShadowMemory`",
+    note = "use a slice `[T]`, `Vec<T>`, or a writable cudarc buffer (`CudaSlice<T>`, `CudaViewMut<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`)",
+    note = "a read-only `CudaView` cannot be a rule's buffer: the reverse pass writes every shadow (take `&CudaViewMut` or `&CudaSlice` for a source)"
+)]
+pub unsafe trait ShadowMemory: ShadowRead {
+    /// The elements, for host code to write; as [`ShadowRead::host`].
+    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>>;
+    /// The device address for work that writes, ordered on `stream`; as [`ShadowRead::device`].
     fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>>;
 }
 
@@ -177,12 +217,13 @@ pub trait ShadowMemory {
 pub trait SameElem<Other: ?Sized> {}
 impl<X, Y> SameElem<Y> for X
 where
-    X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    X: ShadowRead + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
 {
 }
 
-impl<M: ShadowMemory + ?Sized> ShadowMemory for &mut M {
+// SAFETY: forwards to `M`, whose answers are trusted by its own `unsafe impl`.
+unsafe impl<M: ShadowRead + ?Sized> ShadowRead for &mut M {
     type Elem = M::Elem;
     fn kind(&self) -> MemoryKind {
         (**self).kind()
@@ -202,11 +243,15 @@ impl<M: ShadowMemory + ?Sized> ShadowMemory for &mut M {
     fn host(&self) -> Result<Option<&[Self::Elem]>> {
         (**self).host()
     }
-    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>> {
-        (**self).host_mut()
-    }
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         (**self).device(stream)
+    }
+}
+
+// SAFETY: as above.
+unsafe impl<M: ShadowMemory + ?Sized> ShadowMemory for &mut M {
+    fn host_mut(&mut self) -> Result<Option<&mut [Self::Elem]>> {
+        (**self).host_mut()
     }
     fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         (**self).device_mut(stream)

@@ -4,7 +4,7 @@
 //! (`dst = host`, `src = device`, ...), and generated code builds a [`RawShadow`] from the pointer,
 //! the offset and the element count.
 
-use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use cudarc::driver::CudaStream;
@@ -55,7 +55,8 @@ impl<T: Differentiable> RawShadow<T> {
     }
 }
 
-impl<T: Differentiable> ShadowMemory for RawShadow<T> {
+// SAFETY: the range is valid for the declared kind by the contract of `RawShadow::new`.
+unsafe impl<T: Differentiable> ShadowRead for RawShadow<T> {
     type Elem = T;
     fn kind(&self) -> MemoryKind {
         self.kind
@@ -78,6 +79,16 @@ impl<T: Differentiable> ShadowMemory for RawShadow<T> {
             core::slice::from_raw_parts(self.ptr, self.len)
         }))
     }
+    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        // SAFETY: reachable from the device for device-accessible kinds, by the contract of `new`.
+        self.kind
+            .device_accessible()
+            .then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
+    }
+}
+
+// SAFETY: as above; exclusive by the contract of `RawShadow::new`.
+unsafe impl<T: Differentiable> ShadowMemory for RawShadow<T> {
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
         if !self.kind.host_accessible() {
             return Ok(None);
@@ -89,12 +100,6 @@ impl<T: Differentiable> ShadowMemory for RawShadow<T> {
         Ok(Some(unsafe {
             core::slice::from_raw_parts_mut(self.ptr, self.len)
         }))
-    }
-    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
-        // SAFETY: reachable from the device for device-accessible kinds, by the contract of `new`.
-        self.kind
-            .device_accessible()
-            .then(|| unsafe { DeviceAddr::new(self.ptr as u64) })
     }
     fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         // SAFETY: as in `device`.

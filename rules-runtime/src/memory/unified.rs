@@ -1,7 +1,8 @@
 //! Unified (managed) memory: cudarc's `UnifiedSlice<T>`, reachable from host and device.
 
-use super::{DeviceAddr, MemoryKind, Region, ShadowMemory};
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::cuda::driver;
+use crate::device::pool;
 use crate::element::Differentiable;
 use crate::error::Result;
 use cudarc::driver::{
@@ -9,7 +10,8 @@ use cudarc::driver::{
 };
 use std::sync::Arc;
 
-impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
+// SAFETY: cudarc's length and address of the allocation, ordered by cudarc's guards.
+unsafe impl<T: Differentiable + ValidAsZeroBits> ShadowRead for UnifiedSlice<T> {
     type Elem = T;
     fn kind(&self) -> MemoryKind {
         MemoryKind::Unified
@@ -18,6 +20,8 @@ impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
         DeviceSlice::len(self)
     }
     fn region(&self) -> Region {
+        // cudarc may bind the buffer's context on the way: the caller's current context stays.
+        let _current = pool::CurrentContext::save();
         let (addr, guard) = self.device_ptr(DeviceSlice::stream(self));
         core::mem::forget(guard);
         Region::of::<T>(addr, DeviceSlice::len(self))
@@ -33,14 +37,18 @@ impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
             .map(Some)
             .map_err(driver("host access to unified memory"))
     }
+    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        let (addr, sync) = self.device_ptr(stream);
+        Some(DeviceAddr::guarded(addr, sync))
+    }
+}
+
+// SAFETY: as above.
+unsafe impl<T: Differentiable + ValidAsZeroBits> ShadowMemory for UnifiedSlice<T> {
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
         self.as_mut_slice()
             .map(Some)
             .map_err(driver("host access to unified memory"))
-    }
-    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
-        let (addr, sync) = self.device_ptr(stream);
-        Some(DeviceAddr::guarded(addr, sync))
     }
     fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         let (addr, sync) = self.device_ptr_mut(stream);

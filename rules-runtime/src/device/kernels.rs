@@ -1,16 +1,18 @@
-//! Raw kernel launches and driver calls, in one place (cudarc's `result` layer in spirit).
+//! Raw kernel launches and driver calls on device addresses, in one place (cudarc's `result`
+//! layer in spirit). Every function binds the stream's context before calling the driver.
 //!
 //! The kernels are shipped as PTX (`shadow.ptx`, built from `shadow.cu` by `regen.sh`) and loaded
-//! once per context; the driver JIT-compiles them, so no CUDA toolkit is needed at run time.
+//! once per context by the pool ([`super::pool::kernels`]); the driver JIT-compiles them, so no
+//! CUDA toolkit is needed at run time.
 
+use super::pool;
 use crate::cuda::driver;
 use crate::element::Dtype;
 use crate::error::Result;
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
-use std::sync::{Arc, Mutex};
+use cudarc::driver::{CudaStream, sys};
 
 /// The PTX of `shadow.cu`.
-pub const PTX: &str = include_str!("shadow.ptx");
+pub(crate) const PTX: &str = include_str!("shadow.ptx");
 
 /// Threads per block. One 16-byte vector per thread per iteration. 256, 512 and 1024 measured within
 /// 1% of each other on the H200 from 1M to 256M elements, also over the host link
@@ -20,7 +22,7 @@ const THREADS: u32 = 256;
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
 
 /// The real kernels, in the order they are loaded.
-const REALS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
+pub(crate) const REALS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
 
 /// The real kernel (an index into [`REALS`]) a dtype runs on, and how many reals one element is.
 fn real_kernel(dtype: Dtype) -> (usize, u64) {
@@ -34,50 +36,12 @@ fn real_kernel(dtype: Dtype) -> (usize, u64) {
     }
 }
 
-struct Loaded {
-    ctx: Arc<CudaContext>,
-    empty: CudaFunction,
-    /// (accumulate, accumulate_and_zero), indexed like [`REALS`].
-    functions: Vec<(CudaFunction, CudaFunction)>,
-}
-
-fn functions(ctx: &Arc<CudaContext>) -> Result<Arc<Loaded>> {
-    static CACHE: Mutex<Vec<Arc<Loaded>>> = Mutex::new(Vec::new());
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(l) = cache.iter().find(|l| l.ctx == *ctx) {
-        return Ok(l.clone());
-    }
-    let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
-        .map_err(driver("cuModuleLoadData (shadow kernels)"))?;
-    let mut functions = Vec::new();
-    for name in REALS {
-        let acc = module
-            .load_function(&format!("accumulate_{name}"))
-            .map_err(driver("cuModuleGetFunction"))?;
-        let fused = module
-            .load_function(&format!("accumulate_and_zero_{name}"))
-            .map_err(driver("cuModuleGetFunction"))?;
-        functions.push((acc, fused));
-    }
-    let empty = module
-        .load_function("empty_kernel")
-        .map_err(driver("cuModuleGetFunction"))?;
-    let loaded = Arc::new(Loaded {
-        ctx: ctx.clone(),
-        empty,
-        functions,
-    });
-    cache.push(loaded.clone());
-    Ok(loaded)
-}
-
 /// Launches `acc[i] += src[i]` (and `src[i] = 0` when `zero_src`) for `n` elements of `dtype`
 /// at device addresses `acc` and `src`, on `stream`. `n == 0` launches nothing.
 ///
 /// # Safety
 /// Both addresses must be valid on `stream`'s device for `n` elements, and ordered on `stream`.
-pub unsafe fn accumulate(
+pub(crate) unsafe fn accumulate(
     stream: &CudaStream,
     dtype: Dtype,
     acc: u64,
@@ -88,10 +52,13 @@ pub unsafe fn accumulate(
     if n == 0 {
         return Ok(());
     }
-    let loaded = functions(stream.context())?;
+    let loaded = pool::kernels(stream.context())?;
     let (index, reals) = real_kernel(dtype);
-    let (acc_fn, fused_fn) = &loaded.functions[index];
-    let f = if zero_src { fused_fn } else { acc_fn };
+    let f = if zero_src {
+        loaded.fused[index]
+    } else {
+        loaded.accumulate[index]
+    };
     let mut reals_n = n as u64 * reals;
     let per_vector = 16 / (dtype.size() as u64 / reals);
     let blocks = reals_n
@@ -106,15 +73,12 @@ pub unsafe fn accumulate(
         (&raw mut src).cast(),
         (&raw mut reals_n).cast(),
     ];
-    stream
-        .context()
-        .bind_to_thread()
-        .map_err(driver("cuCtxSetCurrent"))?;
+    bind(stream)?;
     // SAFETY: `params` matches the kernel's signature and outlives the call, which copies them;
     // the addresses are valid on `stream` by the caller's contract.
     unsafe {
         cudarc::driver::result::launch_kernel(
-            f.cu_function(),
+            f,
             (blocks as u32, 1, 1),
             (THREADS, 1, 1),
             0,
@@ -127,16 +91,15 @@ pub unsafe fn accumulate(
 
 /// Launches a kernel that does nothing (one block of one thread): the launch-overhead ceiling
 /// that benchmarks compare small accumulations with.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn empty_launch(stream: &CudaStream) -> Result<()> {
-    let loaded = functions(stream.context())?;
-    stream
-        .context()
-        .bind_to_thread()
-        .map_err(driver("cuCtxSetCurrent"))?;
+    crate::cuda::require_driver()?;
+    let loaded = pool::kernels(stream.context())?;
+    bind(stream)?;
     // SAFETY: the kernel takes no parameters.
     unsafe {
         cudarc::driver::result::launch_kernel(
-            loaded.empty.cu_function(),
+            loaded.empty,
             (1, 1, 1),
             (1, 1, 1),
             0,
@@ -152,11 +115,11 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 ///
 /// # Safety
 /// `ptr .. ptr + bytes` must be valid device-accessible memory ordered on `stream`.
-pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
-    use cudarc::driver::sys;
+pub(crate) unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
+    bind(stream)?;
     let s = stream.cu_stream();
     // SAFETY: by the caller's contract.
     let r = unsafe {
@@ -176,12 +139,18 @@ pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
 /// # Safety
 /// Valid ranges; `src` is read before the call returns (pageable) or before the stream reaches
 /// the copy (pinned).
-pub unsafe fn copy_htod(stream: &CudaStream, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
+pub(crate) unsafe fn copy_htod(
+    stream: &CudaStream,
+    dst: u64,
+    src: *const u8,
+    bytes: usize,
+) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
+    bind(stream)?;
     // SAFETY: by the caller's contract.
-    unsafe { cudarc::driver::sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
         .result()
         .map_err(driver("cuMemcpyHtoDAsync"))
 }
@@ -190,12 +159,58 @@ pub unsafe fn copy_htod(stream: &CudaStream, dst: u64, src: *const u8, bytes: us
 ///
 /// # Safety
 /// Valid ranges; `dst` holds the data once the stream has reached the copy.
-pub unsafe fn copy_dtoh(stream: &CudaStream, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
+pub(crate) unsafe fn copy_dtoh(
+    stream: &CudaStream,
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
+    bind(stream)?;
     // SAFETY: by the caller's contract.
-    unsafe { cudarc::driver::sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
         .result()
         .map_err(driver("cuMemcpyDtoHAsync"))
+}
+
+/// Makes `stream`'s context current on this thread: the driver calls above act on it.
+pub(crate) fn bind(stream: &CudaStream) -> Result<()> {
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(driver("cuCtxSetCurrent"))
+}
+
+/// Copies `bytes` bytes between device addresses of two contexts (`cuMemcpyPeerAsync`), on
+/// `stream`, a stream of the source's context.
+///
+/// # Safety
+/// `dst` holds `bytes` on `dst_ctx`, `src` holds `bytes` on `stream`'s context, both ordered on
+/// `stream`.
+pub(crate) unsafe fn copy_peer(
+    stream: &CudaStream,
+    dst: u64,
+    dst_ctx: &cudarc::driver::CudaContext,
+    src: u64,
+    bytes: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    bind(stream)?;
+    // SAFETY: by the caller's contract.
+    unsafe {
+        sys::cuMemcpyPeerAsync(
+            dst,
+            dst_ctx.cu_ctx(),
+            src,
+            stream.context().cu_ctx(),
+            bytes,
+            stream.cu_stream(),
+        )
+    }
+    .result()
+    .map_err(driver("cuMemcpyPeerAsync (peer accumulate)"))
 }

@@ -1,0 +1,395 @@
+//! The runtime's one cache, owned: per CUDA context, the loaded shadow kernels and a pool of
+//! staging buffers (device memory and page-locked host memory).
+//!
+//! Ownership, and why reuse never races:
+//! - An entry is keyed by its context's handle ([`CtxKey`]) and holds an `Arc` of that context, so
+//!   the handle cannot be destroyed and reused by another context while the entry exists.
+//! - A buffer is used only under a [`Lease`], which takes it out of the pool: two threads (or two
+//!   streams, or two calls on cudarc's `per_thread_stream()`, whose handle is the same on every
+//!   thread) never hold the same buffer. While leased, nothing else can free or grow it.
+//! - A lease ends by recording an event on the stream of the buffer's last use; the next lease of
+//!   that buffer makes its first stream wait for that event, and freeing (growth, release) first
+//!   waits for it on the host. So enqueued work that may still touch a buffer always completes
+//!   before the buffer is reused or freed.
+//! - Entries are released when nothing outside the cache holds their context any more (the
+//!   user's last stream, buffer and context `Arc` are gone): on the next use of the cache, the
+//!   context is synchronised, buffers freed, the module unloaded and the `Arc` dropped. A program
+//!   that makes a stream per request reuses the same few buffers: streams are not keys.
+
+use crate::cuda::driver;
+use crate::error::Result;
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The identity of a CUDA context, valid while an [`Arc`] of the context is held beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CtxKey(usize);
+
+impl CtxKey {
+    pub(crate) fn of(ctx: &CudaContext) -> Self {
+        CtxKey(ctx.cu_ctx() as usize)
+    }
+}
+
+/// Which memory a pooled buffer is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Memory {
+    /// `cuMemAlloc`.
+    Device,
+    /// `cuMemAllocHost`: page-locked, mapped, reachable by the host and (through unified
+    /// addressing) by kernels.
+    PinnedHost,
+}
+
+/// The kernels of `shadow.ptx`, loaded into one context.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernels {
+    module: sys::CUmodule,
+    /// `accumulate_*`, indexed like [`super::kernels::REALS`].
+    pub(crate) accumulate: [sys::CUfunction; 4],
+    /// `accumulate_and_zero_*`, indexed likewise.
+    pub(crate) fused: [sys::CUfunction; 4],
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) empty: sys::CUfunction,
+}
+
+// SAFETY: module and function handles are plain driver handles, usable from any thread on which
+// their context is current; they stay valid while the entry (which holds the context) exists.
+unsafe impl Send for Kernels {}
+
+struct Buffer {
+    memory: Memory,
+    /// Device address (for pinned memory: the host address, which is also its device address).
+    ptr: u64,
+    bytes: usize,
+    /// Recorded after the buffer's last use, on a stream of the buffer's context.
+    last: Option<sys::CUevent>,
+}
+
+// SAFETY: the buffer is plain driver memory, touched only by its lease holder or under the lock.
+unsafe impl Send for Buffer {}
+
+struct Entry {
+    ctx: Arc<CudaContext>,
+    kernels: Option<Kernels>,
+    free: Vec<Buffer>,
+    /// Streams the cache created: [`IDLE`] and [`HELPER`].
+    streams: [Option<RawStream>; 2],
+}
+
+/// A stream on which no work is ever enqueued (see [`with_idle_stream`]).
+const IDLE: usize = 0;
+/// A stream for work on this context when no buffer names one (see [`helper_stream`]).
+const HELPER: usize = 1;
+
+struct RawStream(sys::CUstream);
+// SAFETY: a plain driver handle, valid while the entry holds the context.
+unsafe impl Send for RawStream {}
+
+static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+fn entries() -> MutexGuard<'static, Vec<Entry>> {
+    ENTRIES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The entry of `ctx` (created if needed), after releasing the entries nobody else holds.
+fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
+    let key = CtxKey::of(ctx);
+    all.retain_mut(|e| CtxKey::of(&e.ctx) == key || !release_if_unused(e));
+    match all.iter().position(|e| CtxKey::of(&e.ctx) == key) {
+        Some(i) => &mut all[i],
+        None => {
+            all.push(Entry {
+                ctx: ctx.clone(),
+                kernels: None,
+                free: Vec::new(),
+                streams: [None, None],
+            });
+            all.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// Frees what `e` holds if only the cache references its context; returns whether it did.
+fn release_if_unused(e: &mut Entry) -> bool {
+    if Arc::strong_count(&e.ctx) > 1 {
+        return false;
+    }
+    let _current = CurrentContext::save();
+    if e.ctx.bind_to_thread().is_err() || e.ctx.synchronize().is_err() {
+        // The context is broken; keep the entry rather than free memory that may be in use.
+        return false;
+    }
+    for b in e.free.drain(..) {
+        // SAFETY: the context is synchronised, so no enqueued work touches the buffer.
+        unsafe { free(b) };
+    }
+    if let Some(k) = e.kernels.take() {
+        // SAFETY: the context is synchronised: no launch of the module is pending.
+        let _ = unsafe { result::module::unload(k.module) };
+    }
+    for RawStream(s) in e.streams.iter_mut().filter_map(Option::take) {
+        // SAFETY: a stream this cache created; the context is synchronised.
+        let _ = unsafe { result::stream::destroy(s) };
+    }
+    true
+}
+
+/// Restores the calling thread's current context when dropped: the cache binds contexts to do
+/// its work, and must not leave a different one current for the caller.
+pub(crate) struct CurrentContext(Option<sys::CUcontext>);
+
+impl CurrentContext {
+    pub(crate) fn save() -> Self {
+        CurrentContext(result::ctx::get_current().ok().flatten())
+    }
+}
+
+impl Drop for CurrentContext {
+    fn drop(&mut self) {
+        if let Some(c) = self.0 {
+            // SAFETY: `c` was current on this thread a moment ago; restoring it is what the
+            // caller had.
+            let _ = unsafe { result::ctx::set_current(c) };
+        }
+    }
+}
+
+/// The shadow kernels of `ctx`, loading them on first use.
+pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Kernels> {
+    let mut all = entries();
+    let e = entry(&mut all, ctx);
+    if let Some(k) = e.kernels {
+        return Ok(k);
+    }
+    let k = load(&e.ctx)?;
+    e.kernels = Some(k);
+    Ok(k)
+}
+
+/// The raw stream `which` of `ctx`'s entry, created on first use.
+fn own_stream(ctx: &Arc<CudaContext>, which: usize) -> Result<sys::CUstream> {
+    let _current = CurrentContext::save();
+    let mut all = entries();
+    let e = entry(&mut all, ctx);
+    if let Some(RawStream(s)) = e.streams[which] {
+        return Ok(s);
+    }
+    e.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    let s = result::stream::create(result::stream::StreamKind::NonBlocking)
+        .map_err(driver("cuStreamCreate (runtime stream)"))?;
+    e.streams[which] = Some(RawStream(s));
+    Ok(s)
+}
+
+/// Runs `f` with a cudarc wrapper of a stream of `ctx` on which no work is ever enqueued, and
+/// restores the thread's current context afterwards. cudarc hands out some addresses (pinned
+/// memory) only against a stream that it makes wait for the buffer's pending work: on this stream
+/// that wait orders nothing of anyone's, so asking for an address has no effect.
+pub(crate) fn with_idle_stream<R>(
+    ctx: &Arc<CudaContext>,
+    f: impl FnOnce(&CudaStream) -> R,
+) -> Result<R> {
+    let _current = CurrentContext::save();
+    let handle = own_stream(ctx, IDLE)?;
+    // SAFETY: the stream belongs to `ctx` and lives as long as the cache's entry, which the
+    // caller's `ctx` keeps alive for the duration of `f`; the wrapper does not destroy it.
+    let stream = unsafe { ctx.wrap_borrowed_stream(handle) };
+    Ok(f(&stream))
+}
+
+/// A stream of `ctx` for shadow work routed there when no buffer of that context names a stream
+/// (raw device pointers). The wrapper holds `ctx`, so the stream outlives it.
+pub(crate) fn helper_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>> {
+    let handle = own_stream(ctx, HELPER)?;
+    // SAFETY: the stream belongs to `ctx`; the cache destroys it only when nothing but the cache
+    // holds `ctx`, and the returned wrapper holds it. Work on it is ordered by events against the
+    // copy's stream, by the caller.
+    Ok(unsafe { ctx.wrap_borrowed_stream(handle) })
+}
+
+fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
+    use std::ffi::CString;
+    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    let ptx = CString::new(super::kernels::PTX).expect("the PTX has no NUL byte");
+    // SAFETY: `ptx` is a NUL-terminated PTX image.
+    let module = unsafe { result::module::load_data(ptx.as_ptr().cast()) }
+        .map_err(driver("cuModuleLoadData (shadow kernels)"))?;
+    let function = |name: String| {
+        let name = CString::new(name).expect("kernel names have no NUL byte");
+        // SAFETY: `module` was just loaded.
+        unsafe { result::module::get_function(module, name) }.map_err(driver("cuModuleGetFunction"))
+    };
+    let mut accumulate = [core::ptr::null_mut(); 4];
+    let mut fused = [core::ptr::null_mut(); 4];
+    for (i, name) in super::kernels::REALS.iter().enumerate() {
+        accumulate[i] = function(format!("accumulate_{name}"))?;
+        fused[i] = function(format!("accumulate_and_zero_{name}"))?;
+    }
+    let empty = function("empty_kernel".into())?;
+    Ok(Kernels {
+        module,
+        accumulate,
+        fused,
+        empty,
+    })
+}
+
+/// A pooled buffer, held exclusively until dropped. Dropping it records the end of its use on
+/// the stream given to [`Lease::new`] and returns it to the pool.
+pub(crate) struct Lease<'s> {
+    ctx: Arc<CudaContext>,
+    buf: Option<Buffer>,
+    /// The stream of the buffer's last use: a stream of the buffer's own context.
+    last_use: &'s CudaStream,
+}
+
+impl<'s> Lease<'s> {
+    /// At least `bytes` of `memory` on `last_use`'s context. `first_use` (any context) is made to
+    /// wait for the buffer's previous use before anything it does next; `last_use` is where the
+    /// end of this use is recorded when the lease drops.
+    pub(crate) fn new(
+        memory: Memory,
+        bytes: usize,
+        first_use: &CudaStream,
+        last_use: &'s CudaStream,
+    ) -> Result<Self> {
+        let ctx = last_use.context().clone();
+        let _current = CurrentContext::save();
+        let buf = {
+            let mut all = entries();
+            let e = entry(&mut all, &ctx);
+            let fit = e
+                .free
+                .iter()
+                .position(|b| b.memory == memory && b.bytes >= bytes);
+            let smaller = e.free.iter().position(|b| b.memory == memory);
+            match (fit, smaller) {
+                (Some(i), _) => e.free.swap_remove(i),
+                (None, Some(i)) => {
+                    let old = e.free.swap_remove(i);
+                    let grown = bytes.max(old.bytes.saturating_mul(2));
+                    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+                    // SAFETY: `free` waits for the old buffer's last use first.
+                    unsafe { free(old) };
+                    alloc(memory, grown)?
+                }
+                (None, None) => {
+                    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+                    alloc(memory, bytes.max(1))?
+                }
+            }
+        };
+        let lease = Lease {
+            ctx,
+            buf: Some(buf),
+            last_use,
+        };
+        if let Some(last) = lease.buffer().last {
+            // SAFETY: `last` is a live event of the buffer's context; a stream may wait on an
+            // event of another context.
+            unsafe { result::stream::wait_event(first_use.cu_stream(), last, WAIT_DEFAULT) }
+                .map_err(driver("cuStreamWaitEvent (staging reuse)"))?;
+        }
+        Ok(lease)
+    }
+
+    fn buffer(&self) -> &Buffer {
+        self.buf.as_ref().expect("present until drop")
+    }
+
+    /// The buffer's address (device address; for pinned memory also its host address).
+    pub(crate) fn ptr(&self) -> u64 {
+        self.buffer().ptr
+    }
+}
+
+const WAIT_DEFAULT: sys::CUevent_wait_flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let Some(mut buf) = self.buf.take() else {
+            return;
+        };
+        let _current = CurrentContext::save();
+        let recorded = self.ctx.bind_to_thread().is_ok()
+            && (|| -> core::result::Result<(), cudarc::driver::DriverError> {
+                let event = match buf.last {
+                    Some(e) => e,
+                    None => {
+                        let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+                        buf.last = Some(e);
+                        e
+                    }
+                };
+                // SAFETY: `event` and `last_use` belong to the buffer's context.
+                unsafe { result::event::record(event, self.last_use.cu_stream()) }
+            })()
+            .is_ok();
+        if !recorded {
+            // Without an event the end of the use is unknown: wait for it before reuse.
+            let _ = self.last_use.synchronize();
+            if let Some(e) = buf.last.take() {
+                // SAFETY: the event is no longer referenced by any pending wait we issue.
+                let _ = unsafe { result::event::destroy(e) };
+            }
+        }
+        entry(&mut entries(), &self.ctx).free.push(buf);
+    }
+}
+
+fn alloc(memory: Memory, bytes: usize) -> Result<Buffer> {
+    // SAFETY: plain allocations in the current context (bound by the caller).
+    let ptr = unsafe {
+        match memory {
+            Memory::Device => result::malloc_sync(bytes).map_err(driver("cuMemAlloc (staging)"))?,
+            Memory::PinnedHost => {
+                result::malloc_host(bytes, 0).map_err(driver("cuMemAllocHost (staging)"))? as u64
+            }
+        }
+    };
+    Ok(Buffer {
+        memory,
+        ptr,
+        bytes,
+        last: None,
+    })
+}
+
+/// Frees `b` after its last use has completed. The buffer's context must be current.
+///
+/// # Safety
+/// `b` was allocated by [`alloc`] in the current context and is not leased.
+unsafe fn free(b: Buffer) {
+    if let Some(e) = b.last {
+        // SAFETY: a live event of this context.
+        unsafe {
+            let _ = result::event::synchronize(e);
+            let _ = result::event::destroy(e);
+        }
+    }
+    // SAFETY: by the caller's contract, and the last use has completed.
+    unsafe {
+        let _ = match b.memory {
+            Memory::Device => result::free_sync(b.ptr),
+            Memory::PinnedHost => result::free_host(b.ptr as *mut core::ffi::c_void),
+        };
+    }
+}
+
+/// How many staging buffers the cache holds for `ctx`, and their bytes (for tests of release).
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+pub(crate) fn pooled(ctx: &CudaContext) -> (usize, usize) {
+    let all = entries();
+    all.iter()
+        .find(|e| CtxKey::of(&e.ctx) == CtxKey::of(ctx))
+        .map_or((0, 0), |e| {
+            (e.free.len(), e.free.iter().map(|b| b.bytes).sum())
+        })
+}
+
+/// Entries the cache holds (for tests of release).
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+pub(crate) fn contexts_held() -> usize {
+    entries().len()
+}

@@ -1,0 +1,304 @@
+//! Shadow work across CUDA contexts: the reverse of a peer copy `dst (device B) ← src (device A)`
+//! accumulates `d_dst`, which lives on B, into `d_src`, which lives on A.
+//!
+//! The work is forked from the copy's stream and joined back into it with events, so whatever is
+//! queued on the copy's stream afterwards sees the result, and nothing waits on the host:
+//!
+//! - every device operand on one other context (the others host memory): the operation runs on a
+//!   stream of that context (a buffer's own stream, else the cache's helper stream there);
+//! - device operands on two contexts: the source is copied with `cuMemcpyPeerAsync`, on a stream
+//!   of its own context, into pooled staging memory on the accumulator's context; a stream of that
+//!   context waits for it and adds the staged values with the accumulate kernel; then (for
+//!   `accumulate_and_zero`) the source is zeroed on its own stream, after the copy has read it.
+//!
+//! No peer access is needed: the driver stages peer copies itself between devices that have none.
+//! cudarc buffers name their context. A raw device pointer is asked for its device
+//! (`CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`) when there is more than one; one on another device
+//! than the stream's is routed through that device's primary context.
+
+use super::{Op, Operand, Plan, Source, StreamRef, plan_with};
+use crate::cuda::driver;
+use crate::device::kernels;
+use crate::device::pool::{self, Lease, Memory};
+use crate::element::Differentiable;
+use crate::error::{Error, Result};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
+use cudarc::driver::{CudaContext, CudaStream, sys};
+use std::sync::{Arc, OnceLock};
+
+/// A checked operation whose device memory lives elsewhere than the copy's stream.
+pub(crate) struct Cross<'s> {
+    /// The copy's stream: forked from and joined into.
+    stream: StreamRef<'s>,
+    how: How<'s>,
+}
+
+enum How<'s> {
+    /// The whole operation on another context's stream.
+    Elsewhere(Plan<'static>),
+    /// `acc` on context `a` (stream `ha`), the source on context `b` (stream `hb`).
+    Staged {
+        ha: StreamRef<'s>,
+        hb: StreamRef<'s>,
+        op: Op,
+        n: usize,
+    },
+}
+
+/// The context each device operand lives on; `None` when every one lives on `s`'s context
+/// (the local routes apply). Checks everything the cross-context work needs.
+pub(super) fn plan<'s, A, B>(
+    s: &StreamRef<'s>,
+    op: Op,
+    ops: &[Operand<'_>],
+    acc: &A,
+    src: Option<&B>,
+) -> Result<Option<Cross<'s>>>
+where
+    A: ShadowRead + ?Sized,
+    B: ShadowRead<Elem = A::Elem> + ?Sized,
+{
+    let here = s.context();
+    let ca = device_context(&ops[0], || acc.region().start, here)?;
+    let cb = match (ops.get(1), src) {
+        (Some(o), Some(b)) => device_context(o, || b.region().start, here)?,
+        _ => None,
+    };
+    let away = |c: &Option<Arc<CudaContext>>| c.as_ref().is_some_and(|c| !same(c, here));
+    if !away(&ca) && !away(&cb) {
+        return Ok(None);
+    }
+    let homes = [ops[0].home, ops.get(1).and_then(|o| o.home)];
+    let how = match (ca, cb) {
+        (Some(a), Some(b)) if !same(&a, &b) => {
+            // The copy's stream serves the context it belongs to; the other side gets one of its
+            // own.
+            let on = |c: &Arc<CudaContext>, home| -> Result<StreamRef<'s>> {
+                Ok(if same(c, here) {
+                    s.clone()
+                } else {
+                    StreamRef::Owned(stream_on(c, home)?)
+                })
+            };
+            How::Staged {
+                ha: on(&a, homes[0])?,
+                hb: on(&b, homes[1])?,
+                op,
+                n: acc.len(),
+            }
+        }
+        (Some(c), _) | (_, Some(c)) => {
+            let home = homes.into_iter().flatten().find(|h| same(h.context(), &c));
+            let h = stream_on(&c, home)?;
+            How::Elsewhere(plan_with(Some(StreamRef::Owned(h)), op, ops, acc, src)?)
+        }
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(Cross {
+        stream: s.clone(),
+        how,
+    }))
+}
+
+impl Cross<'_> {
+    pub(super) fn run<A, B>(self, acc: &mut A, src: Source<'_, B>) -> Result<()>
+    where
+        A: ShadowMemory + ?Sized,
+        B: ShadowMemory<Elem = A::Elem> + ?Sized,
+    {
+        let s = &*self.stream;
+        match self.how {
+            How::Elsewhere(inner) => {
+                let h = match &inner.route {
+                    super::Route::Device { stream }
+                    | super::Route::StageIn { stream }
+                    | super::Route::StageOut { stream } => stream.clone(),
+                    super::Route::Host {
+                        after: Some(stream),
+                    } => stream.clone(),
+                    _ => return inner.run(acc, src),
+                };
+                order(s, &h)?;
+                let r = inner.run(acc, src);
+                order(&h, s)?;
+                r
+            }
+            How::Staged { ha, hb, op, n } => staged(s, &ha, &hb, op, n, acc, src),
+        }
+    }
+}
+
+/// `acc (context of ha) += src (context of hb)` and, for `AccumulateAndZero`, `src ← 0`, through
+/// pooled staging on `acc`'s context. Lengths already agree.
+fn staged<A, B>(
+    s: &CudaStream,
+    ha: &CudaStream,
+    hb: &CudaStream,
+    op: Op,
+    n: usize,
+    acc: &mut A,
+    src: Source<'_, B>,
+) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let bytes = n * size_of::<A::Elem>();
+    let no_address = || Error::UnsupportedKinds {
+        op: op.name(),
+        dst: MemoryKind::Device,
+        src: MemoryKind::Device,
+        why: "no device address",
+    };
+    let stage = Lease::new(Memory::Device, bytes, hb, ha)?;
+    order(s, hb)?;
+    let mut src = src;
+    let work = (|| -> Result<()> {
+        {
+            let from = match &mut src {
+                Source::Read(b) => b.device(hb),
+                Source::Take(b) => b.device_mut(hb),
+                Source::None => None,
+            }
+            .ok_or_else(no_address)?;
+            // SAFETY: the lease holds `bytes` on `ha`'s context; `from` holds `bytes` on `hb`'s,
+            // ordered on `hb` by its guard.
+            unsafe { kernels::copy_peer(hb, stage.ptr(), ha.context(), from.addr(), bytes)? };
+        }
+        order(hb, ha)?;
+        {
+            let a = acc.device_mut(ha).ok_or_else(no_address)?;
+            // SAFETY: both hold `n` elements on `ha`'s context; the staging copy is ordered
+            // before by the event.
+            unsafe { kernels::accumulate(ha, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
+        }
+        if let Source::Take(b) = &mut src {
+            let d = b.device_mut(hb).ok_or_else(no_address)?;
+            // SAFETY: `d` holds `bytes`, ordered on `hb` after the peer copy that read it.
+            unsafe { kernels::zero(hb, d.addr(), bytes)? };
+        }
+        Ok(())
+    })();
+    // Joined back into the copy's stream even after a failure.
+    let joined = order(hb, s).and_then(|()| order(ha, s));
+    drop(stage);
+    work.and(joined)
+}
+
+fn same(a: &CudaContext, b: &CudaContext) -> bool {
+    a.cu_ctx() == b.cu_ctx()
+}
+
+/// The context a device operand lives on (`None` for memory that is not device memory). A raw
+/// device pointer on the device of `here` counts as living on `here`.
+fn device_context(
+    o: &Operand<'_>,
+    address: impl FnOnce() -> u64,
+    here: &Arc<CudaContext>,
+) -> Result<Option<Arc<CudaContext>>> {
+    if o.kind != MemoryKind::Device {
+        return Ok(None);
+    }
+    if let Some(c) = o.ctx {
+        return Ok(Some(c.clone()));
+    }
+    if device_count() <= 1 {
+        // With one device every device pointer is on `here`'s device: no driver query.
+        return Ok(Some(here.clone()));
+    }
+    let mut ordinal = -1i32;
+    // SAFETY: a query on an address; the driver answers an error for unknown addresses.
+    let known = unsafe {
+        sys::cuPointerGetAttribute(
+            (&raw mut ordinal).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            address(),
+        )
+    }
+    .result()
+    .is_ok();
+    match usize::try_from(ordinal) {
+        Ok(o) if known && o != here.ordinal() => Ok(Some(crate::cuda::context(o)?)),
+        // Unknown to the driver, or on this device: the local routes decide.
+        _ => Ok(Some(here.clone())),
+    }
+}
+
+/// How many CUDA devices there are (asked once; 0 when the driver cannot say).
+fn device_count() -> usize {
+    static COUNT: OnceLock<usize> = OnceLock::new();
+    *COUNT
+        .get_or_init(|| CudaContext::device_count().map_or(0, |c| usize::try_from(c).unwrap_or(0)))
+}
+
+/// A stream of `ctx` for routed work: `home` if given, else the cache's helper stream there.
+fn stream_on(ctx: &Arc<CudaContext>, home: Option<&Arc<CudaStream>>) -> Result<Arc<CudaStream>> {
+    match home {
+        Some(h) => Ok(h.clone()),
+        None => pool::helper_stream(ctx),
+    }
+}
+
+/// `to` waits for the work queued so far on `from`.
+fn order(from: &CudaStream, to: &CudaStream) -> Result<()> {
+    if from.cu_stream() == to.cu_stream() && same(from.context(), to.context()) {
+        return Ok(());
+    }
+    let e = from
+        .record_event(None)
+        .map_err(driver("cuEventRecord (cross-context ordering)"))?;
+    to.wait(&e)
+        .map_err(driver("cuStreamWaitEvent (cross-context ordering)"))
+}
+
+/// Peer access between two devices.
+pub(crate) mod access {
+    use super::same;
+    use crate::cuda::{driver, require_driver};
+    use crate::error::{Error, Result};
+    use cudarc::driver::{CudaContext, sys};
+    use std::sync::Arc;
+
+    /// Whether device `from` can map the memory of device `to` (`cuDeviceCanAccessPeer`).
+    pub fn can_access_peer(from: &CudaContext, to: &CudaContext) -> Result<bool> {
+        require_driver()?;
+        let mut can = 0i32;
+        // SAFETY: plain query on two valid device handles.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.cu_device(), to.cu_device()) }
+            .result()
+            .map_err(driver("cuDeviceCanAccessPeer"))?;
+        Ok(can != 0)
+    }
+
+    /// Lets kernels and copies of `from` access the memory of `to` directly
+    /// (`cuCtxEnablePeerAccess`), which makes peer copies between them faster. Enabling it twice
+    /// is fine. The copy rules do not need it: without it, their reverse is staged through peer
+    /// copies.
+    ///
+    /// [`Error::NoPeerAccess`] when the devices cannot map each other's memory.
+    pub fn enable_peer_access(from: &Arc<CudaContext>, to: &Arc<CudaContext>) -> Result<()> {
+        if same(from, to) {
+            return Ok(());
+        }
+        if !can_access_peer(from, to)? {
+            return Err(Error::NoPeerAccess {
+                from: from.ordinal(),
+                to: to.ordinal(),
+            });
+        }
+        from.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        // SAFETY: `to` is a live context.
+        match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
+            sys::cudaError_enum::CUDA_SUCCESS
+            | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+            | sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => Err(Error::NoPeerAccess {
+                from: from.ordinal(),
+                to: to.ordinal(),
+            }),
+            e => Err(driver("cuCtxEnablePeerAccess")(
+                cudarc::driver::DriverError(e),
+            )),
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! The shadow operations: `accumulate`, `zero` and the fused `accumulate_and_zero`, for every pair
+//! of memory kinds and across CUDA contexts. This module is the one face for shadow work, and the
+//! one place that decides where it runs:
+//!
+//! 1. [`plan`] checks everything (lengths, memory kinds, the stream, contexts, overlap) and picks
+//!    the [`Route`] once: host loops, one stream, staged through host memory, or another context.
+//!    Nothing is written.
+//! 2. [`Plan::run`] does the work on that route: the host loops in [`host`], kernels and staging
+//!    through [`crate::device`], or the cross-context paths in [`cross`]. Where a step can still
+//!    fail after the first write (a driver call), the zeroing of the source comes last.
+//!
+//! The copy rules plan every lane before running any, so a bad lane changes nothing.
+
+pub(crate) mod cross;
+mod host;
+
+use crate::cuda::{driver, require_driver};
+use crate::device::kernels;
+use crate::element::Differentiable;
+use crate::error::{Error, Result};
+use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
+use cudarc::driver::{CudaContext, CudaStream};
+use std::sync::Arc;
+
+/// Where the shadow work is ordered: on the host, or on the CUDA stream of the copy being
+/// differentiated. Nothing in the runtime silently picks another stream.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum On<'a> {
+    /// No stream named: host memory is handled by host code before the call returns; device
+    /// memory of a cudarc buffer is handled on the buffer's own stream; a raw device pointer is
+    /// an error ([`Error::NoStream`]).
+    Host,
+    /// Work ordered on this stream (the primal copy's stream). Host memory is touched by host
+    /// code after the work queued on the stream so far has finished.
+    Stream(&'a CudaStream),
+}
+
+impl<'a> On<'a> {
+    /// Orders work on `stream` (a `CudaStream` or `Arc<CudaStream>`).
+    pub fn stream<S: AsStream + ?Sized>(stream: &'a S) -> Self {
+        On::Stream(stream.as_stream())
+    }
+}
+
+/// Anything that names a CUDA stream: `CudaStream`, `Arc<CudaStream>`, and references to them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a CUDA stream",
+    label = "the `#[stream]` parameter must be a `CudaStream` or `Arc<CudaStream>` (or a reference to one)"
+)]
+pub trait AsStream {
+    /// The stream.
+    fn as_stream(&self) -> &CudaStream;
+}
+impl AsStream for CudaStream {
+    fn as_stream(&self) -> &CudaStream {
+        self
+    }
+}
+impl AsStream for Arc<CudaStream> {
+    fn as_stream(&self) -> &CudaStream {
+        self
+    }
+}
+impl<S: AsStream + ?Sized> AsStream for &S {
+    fn as_stream(&self) -> &CudaStream {
+        (**self).as_stream()
+    }
+}
+
+/// `acc += src`, element-wise, on the stream `on` names. Lengths must match; `acc` and `src` may
+/// live in any memory kinds and, for device memory, on different CUDA contexts (devices).
+///
+/// If `acc` and `src` are the same memory, `acc` is doubled; a partial overlap is refused.
+/// Everything is checked before anything is written.
+pub fn accumulate<A, B>(on: On<'_>, acc: &mut A, src: &B) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowRead<Elem = A::Elem> + ?Sized,
+{
+    let src = ReadOnly(src);
+    plan(on, Op::Accumulate, &*acc, Some(&src))?.run(acc, Source::Read(&src))
+}
+
+/// A read-only source seen as [`ShadowMemory`] that hands out no writable view: the operations
+/// take `Source::Read` for it, which never asks for one.
+struct ReadOnly<'b, B: ?Sized>(&'b B);
+
+// SAFETY: forwards to `B`'s own answers.
+unsafe impl<B: ShadowRead + ?Sized> ShadowRead for ReadOnly<'_, B> {
+    type Elem = B::Elem;
+    fn kind(&self) -> MemoryKind {
+        self.0.kind()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn region(&self) -> Region {
+        self.0.region()
+    }
+    fn home_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.0.home_stream()
+    }
+    fn context(&self) -> Option<&Arc<CudaContext>> {
+        self.0.context()
+    }
+    fn host(&self) -> Result<Option<&[B::Elem]>> {
+        self.0.host()
+    }
+    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
+        self.0.device(stream)
+    }
+}
+
+// SAFETY: no writable view is ever handed out.
+unsafe impl<B: ShadowRead + ?Sized> ShadowMemory for ReadOnly<'_, B> {
+    fn host_mut(&mut self) -> Result<Option<&mut [B::Elem]>> {
+        Ok(None)
+    }
+    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
+        None
+    }
+}
+
+/// `buf ← 0`, on the stream `on` names (on `buf`'s own context if that is another one).
+pub fn zero<A: ShadowMemory + ?Sized>(on: On<'_>, buf: &mut A) -> Result<()> {
+    plan::<A, A>(on, Op::Zero, &*buf, None)?.run::<A, A>(buf, Source::None)
+}
+
+/// `acc += src; src ← 0` in one pass (one kernel launch for device data): the reverse of a copy
+/// `src → acc`'s destination. `acc` and `src` may live in any memory kinds and on different
+/// CUDA contexts.
+///
+/// If `acc` and `src` are the same memory this is the identity (the reverse of a self-copy keeps
+/// its cotangent); a partial overlap is refused before anything is written.
+pub fn accumulate_and_zero<A, B>(on: On<'_>, acc: &mut A, src: &mut B) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    plan(on, Op::AccumulateAndZero, &*acc, Some(&*src))?.run(acc, Source::Take(src))
+}
+
+/// Per-operand size from which `accumulate_and_zero` with both operands in device memory is the
+/// accumulate kernel followed by a driver memset instead of the one fused launch. Below it,
+/// saving a launch is what counts; above it, the driver's memset writes faster than a kernel that
+/// mixes reads and writes (measurements in the README).
+pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `acc += src`.
+    Accumulate,
+    /// `acc += src; src ← 0`.
+    AccumulateAndZero,
+    /// `acc ← 0` (no source).
+    Zero,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Accumulate => "accumulate",
+            Op::AccumulateAndZero => "accumulate_and_zero",
+            Op::Zero => "zero",
+        }
+    }
+}
+
+/// The source operand as the work needs it.
+pub(crate) enum Source<'b, B: ?Sized> {
+    None,
+    Read(&'b B),
+    Take(&'b mut B),
+}
+
+impl<B: ShadowRead + ?Sized> Source<'_, B> {
+    fn get(&self) -> Option<&B> {
+        match self {
+            Source::None => None,
+            Source::Read(b) => Some(b),
+            Source::Take(b) => Some(b),
+        }
+    }
+}
+
+/// A stream named by the caller, or one found on a buffer (kept alive here).
+#[derive(Clone)]
+pub(crate) enum StreamRef<'s> {
+    Borrowed(&'s CudaStream),
+    Owned(Arc<CudaStream>),
+}
+
+impl core::ops::Deref for StreamRef<'_> {
+    type Target = CudaStream;
+    fn deref(&self) -> &CudaStream {
+        match self {
+            StreamRef::Borrowed(s) => s,
+            StreamRef::Owned(s) => s,
+        }
+    }
+}
+
+/// Where one operation runs.
+pub(crate) enum Route<'s> {
+    /// Nothing to write: no elements, or the reverse of a self-copy.
+    Nothing,
+    /// Host loops, after the work queued on the stream (if any) has finished.
+    Host { after: Option<StreamRef<'s>> },
+    /// Every operand reachable by kernels of the stream's device: one launch (or a memset).
+    Device { stream: StreamRef<'s> },
+    /// A device-reachable accumulator and a host-only source: the source is staged into pooled
+    /// device memory.
+    StageIn { stream: StreamRef<'s> },
+    /// A host-only accumulator and a device-reachable source: the source is staged into pooled
+    /// pinned memory and added on the host.
+    StageOut { stream: StreamRef<'s> },
+    /// A device operand on another context than the stream's.
+    Cross(Box<cross::Cross<'s>>),
+}
+
+/// One checked operation, ready to run.
+pub(crate) struct Plan<'s> {
+    op: Op,
+    n: usize,
+    /// `acc` and the source are the same memory (`Accumulate` doubles).
+    same: bool,
+    route: Route<'s>,
+}
+
+/// The facts about one operand that routing needs.
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'m> {
+    what: &'static str,
+    kind: MemoryKind,
+    home: Option<&'m Arc<CudaStream>>,
+    ctx: Option<&'m Arc<CudaContext>>,
+    region: Option<Region>,
+}
+
+impl<'m> Operand<'m> {
+    fn of<M: ShadowRead + ?Sized>(what: &'static str, m: &'m M, with_region: bool) -> Self {
+        Operand {
+            what,
+            kind: m.kind(),
+            home: m.home_stream(),
+            ctx: m.context(),
+            region: with_region.then(|| m.region()),
+        }
+    }
+}
+
+/// Checks an operation on `acc` (and `src`) and decides its route. Nothing is written.
+pub(crate) fn plan<'s, A, B>(on: On<'s>, op: Op, acc: &A, src: Option<&B>) -> Result<Plan<'s>>
+where
+    A: ShadowRead + ?Sized,
+    B: ShadowRead<Elem = A::Elem> + ?Sized,
+{
+    let n = acc.len();
+    if let Some(b) = src
+        && b.len() != n
+    {
+        check_len(&format!("the source of `{}`", op.name()), n, b.len())?;
+    }
+    // Device memory on one stream: the hot path. Its aliasing is judged on the launch addresses
+    // (asking a cudarc buffer for its region costs its event waits), still before any write.
+    let device_only =
+        acc.kind() == MemoryKind::Device && src.is_none_or(|b| b.kind() == MemoryKind::Device);
+    let a = Operand::of("the accumulator", acc, !device_only);
+    let pair;
+    let ops: &[Operand<'_>] = match src {
+        Some(b) => {
+            pair = [a, Operand::of("the source", b, !device_only)];
+            &pair
+        }
+        None => core::slice::from_ref(&a),
+    };
+    plan_with(stream_for(on, ops)?, op, ops, acc, src)
+}
+
+/// [`plan`] once the stream is known (`None`: no device memory, no stream named).
+pub(crate) fn plan_with<'s, A, B>(
+    stream: Option<StreamRef<'s>>,
+    op: Op,
+    ops: &[Operand<'_>],
+    acc: &A,
+    src: Option<&B>,
+) -> Result<Plan<'s>>
+where
+    A: ShadowRead + ?Sized,
+    B: ShadowRead<Elem = A::Elem> + ?Sized,
+{
+    let n = acc.len();
+    for o in ops {
+        if o.kind == MemoryKind::Array {
+            return Err(Error::UnsupportedKinds {
+                op: op.name(),
+                dst: acc.kind(),
+                src: src.map_or(acc.kind(), |b| b.kind()),
+                why: "CUDA array memory is not supported yet",
+            });
+        }
+    }
+    let same = match (
+        ops.first().and_then(|o| o.region),
+        ops.get(1).and_then(|o| o.region),
+    ) {
+        (Some(x), Some(y)) => match x.relation(y) {
+            Overlap::Partial => return Err(overlap_error(op.name(), x, y)),
+            Overlap::Same => true,
+            Overlap::Disjoint => false,
+        },
+        _ => false,
+    };
+    let nothing = n == 0 || (same && op == Op::AccumulateAndZero);
+    let route = match stream {
+        _ if nothing => Route::Nothing,
+        None => Route::Host { after: None },
+        Some(s) => {
+            require_driver()?;
+            match cross::plan(&s, op, ops, acc, src)? {
+                Some(c) => Route::Cross(Box::new(c)),
+                None => local_route(s, ops)?,
+            }
+        }
+    };
+    Ok(Plan { op, n, same, route })
+}
+
+/// The stream the work is ordered on: the one `on` names; for [`On::Host`], the own stream of a
+/// device buffer among the operands (none if there is no device memory).
+fn stream_for<'s>(on: On<'s>, ops: &[Operand<'_>]) -> Result<Option<StreamRef<'s>>> {
+    if let On::Stream(s) = on {
+        return Ok(Some(StreamRef::Borrowed(s)));
+    }
+    for o in ops.iter().filter(|o| o.kind == MemoryKind::Device) {
+        match o.home {
+            Some(h) => return Ok(Some(StreamRef::Owned(h.clone()))),
+            None => return Err(Error::NoStream(o.what.to_string())),
+        }
+    }
+    Ok(None)
+}
+
+/// The route when every operand with a context lives on the stream's context.
+fn local_route<'s>(stream: StreamRef<'s>, ops: &[Operand<'_>]) -> Result<Route<'s>> {
+    let here = stream.context().cu_ctx();
+    for o in ops {
+        if let Some(c) = o.ctx
+            && c.cu_ctx() != here
+        {
+            return Err(Error::ContextMismatch {
+                what: o.what.to_string(),
+                expected: stream.context().ordinal(),
+                found: c.ordinal(),
+            });
+        }
+    }
+    let on_device = |o: &Operand<'_>| o.kind.device_accessible();
+    Ok(match ops {
+        [a] if on_device(a) => Route::Device { stream },
+        [a, b] if on_device(a) && on_device(b) => Route::Device { stream },
+        [a, _] if on_device(a) => Route::StageIn { stream },
+        [_, b] if on_device(b) => Route::StageOut { stream },
+        _ => Route::Host {
+            after: Some(stream),
+        },
+    })
+}
+
+impl Plan<'_> {
+    /// Runs the planned operation on the buffers it was planned for.
+    pub(crate) fn run<A, B>(self, acc: &mut A, src: Source<'_, B>) -> Result<()>
+    where
+        A: ShadowMemory + ?Sized,
+        B: ShadowMemory<Elem = A::Elem> + ?Sized,
+    {
+        let Plan { op, n, same, route } = self;
+        match route {
+            Route::Nothing => Ok(()),
+            Route::Host { after } => {
+                if let Some(s) = after {
+                    s.synchronize()
+                        .map_err(driver("cuStreamSynchronize (host shadow work)"))?;
+                }
+                host::run(op, n, same, acc, src)
+            }
+            Route::Device { stream } => on_device(&stream, op, n, acc, src),
+            Route::StageIn { stream } => host::stage_in(&stream, n, acc, src),
+            Route::StageOut { stream } => host::stage_out(&stream, n, acc, src),
+            Route::Cross(c) => c.run(acc, src),
+        }
+    }
+}
+
+/// Both operands device-reachable, work on stream `s`. The addresses are taken once (for cudarc
+/// buffers that is also where cudarc orders them against other streams), aliasing is judged on
+/// them, and one launch follows; nothing is launched on a partial overlap.
+fn on_device<A, B>(s: &CudaStream, op: Op, n: usize, acc: &mut A, src: Source<'_, B>) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let bytes = n * size_of::<A::Elem>();
+    let dtype = A::Elem::DTYPE;
+    let (acc_kind, src_kind) = (acc.kind(), src.get().map_or(acc.kind(), |b| b.kind()));
+    let no_address = |src_kind| Error::UnsupportedKinds {
+        op: op.name(),
+        dst: acc_kind,
+        src: src_kind,
+        why: "no device address",
+    };
+    // The split pays off only in device memory; across the host link (pinned, unified memory)
+    // one fused pass moves the reads and the zero writes in both directions at once.
+    let in_device_memory = acc_kind == MemoryKind::Device && src_kind == MemoryKind::Device;
+    let mut src = src;
+    let b = match &mut src {
+        Source::None => None,
+        Source::Read(b) => Some(b.device(s).ok_or_else(|| no_address(src_kind))?),
+        Source::Take(b) => Some(b.device_mut(s).ok_or_else(|| no_address(src_kind))?),
+    };
+    let Some(a) = acc.device_mut(s) else {
+        return Err(no_address(src_kind));
+    };
+    let Some(b) = b else {
+        // SAFETY: `a` holds `n` elements (`bytes` bytes), ordered on `s`.
+        return unsafe { kernels::zero(s, a.addr(), bytes) };
+    };
+    let (pa, pb) = (a.addr(), b.addr());
+    let (ra, rb) = (Region::of::<A::Elem>(pa, n), Region::of::<A::Elem>(pb, n));
+    // SAFETY (all launches below): `pa` and `pb` are device addresses of `n` elements each,
+    // ordered on `s`; they are disjoint, or the same memory where a thread reads each element
+    // before writing it.
+    unsafe {
+        match (ra.relation(rb), op) {
+            (Overlap::Partial, _) => Err(overlap_error(op.name(), ra, rb)),
+            (Overlap::Same, Op::AccumulateAndZero) => Ok(()),
+            (Overlap::Same, _) => kernels::accumulate(s, dtype, pa, pa, n, false),
+            (Overlap::Disjoint, Op::AccumulateAndZero)
+                if bytes >= FUSED_SPLIT_BYTES && in_device_memory =>
+            {
+                kernels::accumulate(s, dtype, pa, pb, n, false)?;
+                kernels::zero(s, pb, bytes)
+            }
+            (Overlap::Disjoint, Op::AccumulateAndZero) => {
+                kernels::accumulate(s, dtype, pa, pb, n, true)
+            }
+            (Overlap::Disjoint, _) => kernels::accumulate(s, dtype, pa, pb, n, false),
+        }
+    }
+}
+
+pub(crate) fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: what.to_string(),
+            expected,
+            found,
+        })
+    }
+}
+
+fn overlap_error(what: &str, d: Region, s: Region) -> Error {
+    Error::PartialOverlap {
+        what: what.to_string(),
+        dst_start: d.start,
+        dst_end: d.end,
+        src_start: s.start,
+        src_end: s.end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::raw::RawShadow;
+
+    #[test]
+    fn host_ops() {
+        let mut a = vec![1.0f64, 2.0, 3.0];
+        let mut b = vec![10.0f64, 20.0, 30.0];
+        accumulate(On::Host, &mut a, &b).unwrap();
+        assert_eq!(a, [11.0, 22.0, 33.0]);
+        accumulate_and_zero(On::Host, &mut a, &mut b).unwrap();
+        assert_eq!(a, [21.0, 42.0, 63.0]);
+        assert_eq!(b, [0.0; 3]);
+        zero(On::Host, &mut a[1..]).unwrap();
+        assert_eq!(a, [21.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn length_mismatch_changes_nothing() {
+        let mut a = vec![1.0f32; 3];
+        let mut b = vec![2.0f32; 4];
+        let e = accumulate_and_zero(On::Host, &mut a, &mut b).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    expected: 3,
+                    found: 4,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(a, [1.0; 3]);
+        assert_eq!(b, [2.0; 4]);
+    }
+
+    #[test]
+    fn raw_device_pointer_without_stream_is_refused() {
+        let mut v = vec![1.0f32; 4];
+        let mut host = vec![0.0f32; 4];
+        // The pointer is never dereferenced: the operation is refused first.
+        let mut d =
+            unsafe { RawShadow::new(MemoryKind::Device, v.as_mut_ptr(), 0, 4, "d") }.unwrap();
+        let e = accumulate_and_zero(On::Host, &mut host, &mut d).unwrap_err();
+        assert!(matches!(e, Error::NoStream(_)), "{e}");
+        assert_eq!(host, [0.0; 4]);
+    }
+
+    #[test]
+    fn array_memory_is_refused_before_anything_is_written() {
+        let mut v = vec![1.0f32; 4];
+        let mut host = vec![0.0f32; 4];
+        let mut arr =
+            unsafe { RawShadow::new(MemoryKind::Array, v.as_mut_ptr(), 0, 4, "a") }.unwrap();
+        let e = accumulate_and_zero(On::Host, &mut host, &mut arr).unwrap_err();
+        assert!(matches!(e, Error::UnsupportedKinds { .. }), "{e}");
+        assert_eq!((host, v), (vec![0.0; 4], vec![1.0; 4]));
+    }
+
+    #[test]
+    fn aliasing_is_identity_or_refused() {
+        let mut v = vec![1.0f32, 2.0, 3.0, 4.0];
+        let p = v.as_mut_ptr();
+        unsafe {
+            let mut x = RawShadow::new(MemoryKind::Host, p, 0, 3, "x").unwrap();
+            let mut same = RawShadow::new(MemoryKind::Host, p, 0, 3, "same").unwrap();
+            accumulate_and_zero(On::Host, &mut x, &mut same).unwrap();
+            let mut shifted = RawShadow::new(MemoryKind::Host, p, 1, 3, "shifted").unwrap();
+            let e = accumulate_and_zero(On::Host, &mut x, &mut shifted).unwrap_err();
+            assert!(matches!(e, Error::PartialOverlap { .. }), "{e}");
+            accumulate(On::Host, &mut x, &same).unwrap();
+        }
+        assert_eq!(v, [2.0, 4.0, 6.0, 4.0]);
+    }
+}
