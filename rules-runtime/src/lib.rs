@@ -72,7 +72,7 @@ pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
 pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
-pub use rules::CopyTape;
+pub use rules::{CopyTape, PrimalOutcome};
 pub use rules_macro::derivative_rule;
 
 /// Items used by generated code. Not a public API: names here may change at any release.

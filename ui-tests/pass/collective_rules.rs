@@ -4,7 +4,7 @@
 //! (a plain `copy` rule whose buffers live on two devices). Compiled only: `main` needs no GPU.
 #![allow(dead_code)]
 
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DriverError};
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DriverError};
 use rules_runtime::cudarc::nccl::{Comm, ReduceOp};
 use rules_runtime::nccl::NcclElement;
 use rules_runtime::{Const, Duplicated, derivative_rule};
@@ -52,12 +52,12 @@ fn gather<T: NcclElement>(
     nccl(comm.all_gather(x, y))
 }
 
-/// Reduce-scatter (sum) between views, elided lifetimes.
+/// Reduce-scatter (sum) between writable views of one lifetime.
 #[derivative_rule(reduce_scatter)]
-fn scatter(
+fn scatter<'v>(
     comm: &Comm,
-    #[src] x: &CudaView<'_, half::bf16>,
-    #[dst] y: &mut CudaViewMut<'_, half::bf16>,
+    #[src] x: &CudaViewMut<'v, half::bf16>,
+    #[dst] y: &mut CudaViewMut<'v, half::bf16>,
 ) -> NcclResult {
     nccl(comm.reduce_scatter(x, y, &ReduceOp::Sum))
 }

@@ -4,17 +4,18 @@
 #![allow(dead_code)]
 
 use rules_runtime::cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DriverError, PinnedHostSlice, UnifiedSlice, sys,
+    CudaSlice, CudaStream, CudaViewMut, DriverError, PinnedHostSlice, UnifiedSlice, sys,
 };
 use rules_runtime::derivative_rule;
 use std::sync::Arc;
 
-/// Device → device between views; the stream is found by its type.
+/// Device → device between views; the stream is found by its type. The source is a writable
+/// view (a read-only `CudaView` cannot hold the shadow the reverse pass accumulates into).
 #[derivative_rule(copy)]
-fn view_copy(
+fn view_copy<'v>(
     stream: &Arc<CudaStream>,
-    #[dst] dst: &mut CudaViewMut<'_, f32>,
-    #[src] src: &CudaView<'_, f32>,
+    #[dst] dst: &mut CudaViewMut<'v, f32>,
+    #[src] src: &CudaViewMut<'v, f32>,
 ) -> Result<(), DriverError> {
     stream.memcpy_dtod(src, dst)
 }
@@ -61,7 +62,7 @@ fn main() {
     let _ = (
         view_copy_forward::<
             rules_runtime::Const<&mut CudaViewMut<'_, f32>>,
-            rules_runtime::Const<&CudaView<'_, f32>>,
+            rules_runtime::Const<&CudaViewMut<'_, f32>>,
         >,
         upload_reverse::<rules_runtime::Const<&mut CudaSlice<f64>>, rules_runtime::Const<&Vec<f64>>>,
         stage_augmented_primal::<
