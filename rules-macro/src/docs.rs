@@ -88,8 +88,8 @@ impl Docs {
             "\n\n# Errors\nEvery argument and every lane is checked before the first write: the driver, \
              contexts and stream (`NoDriver`, `ContextMismatch`, `NoStream`), memory kinds \
              (`UnsupportedKinds`), lengths ({lengths}){rest}. A shadow that aliases a primal, \
-             or a shadow of another lane, is a typed error too, wherever the runtime can see both \
-             addresses. So an `Err` leaves every primal and every shadow unchanged, except `Primal` (when \
+             or a shadow of another lane, is a typed error too (`Aliasing`), wherever the runtime \
+             can see both addresses. So an `Err` leaves every primal and every shadow unchanged, except `Primal` (when \
              [`{p}`] fails) and `Driver` (when CUDA work fails), which report a failure of the work \
              itself: what ran before it stays written.",
             p = self.primal

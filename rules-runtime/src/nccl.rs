@@ -409,7 +409,8 @@ pub(crate) fn run<T: NcclElement>(
 // synchronize before the free without stream-ordered allocation); the slot's own `Arc` keeps the
 // stream alive until then. Only for the per-thread stream would the free land on another stream
 // (the dropping thread's), so a released entry holding slots of another thread is dropped after
-// the context synchronizes.
+// the context synchronizes. Entries are dropped with their own context current, and the caller's
+// context is bound again after.
 
 /// Which of a stream's slot pairs a call uses: `None`, or the calling thread for CUDA's
 /// per-thread default stream.
@@ -466,12 +467,15 @@ impl Entry {
     }
 }
 
-/// Frees released entries (see the comment above `Lane`).
+/// Frees released entries (see the comment above `Lane`), each with its context current: a
+/// stream handle that names no stream of its own (the legacy and per-thread default streams)
+/// means that stream of the current context. Driver errors are kept on the context, as cudarc's
+/// own frees do.
 fn release(entries: Vec<Arc<Entry>>) {
     for e in entries {
+        let ctx = e.stream.context().clone();
+        ctx.record_err(ctx.bind_to_thread());
         if e.has_foreign_slots() {
-            // As cudarc does before a synchronous free: an error is kept on the context.
-            let ctx = e.stream.context();
             ctx.record_err(ctx.synchronize());
         }
         drop(e);

@@ -41,6 +41,14 @@ fn to_unified(
     stream.memcpy_dtod(src, dst)
 }
 
+/// The tests here measure process-wide state (device memory, the runtime's cache): they run one
+/// at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn gpu() -> Arc<CudaStream> {
     match rules_runtime::cuda::stream(0) {
         Ok(s) => s,
@@ -107,6 +115,7 @@ fn staged_round_trip(s: &Arc<CudaStream>, seed: &[f32]) -> Vec<f32> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn staged_reverses_from_8_threads_on_per_thread_streams_are_exact() {
+    let _serial = serial();
     let ctx = gpu().context().clone();
     std::thread::scope(|scope| {
         for t in 0..8 {
@@ -129,6 +138,7 @@ fn staged_reverses_from_8_threads_on_per_thread_streams_are_exact() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn context_dropped_and_recreated_between_staged_reverses() {
+    let _serial = serial();
     for round in 0..4 {
         let s = gpu();
         let seed: Vec<f32> = (0..(1 << 16) + round).map(|k| value(round, 0, k)).collect();
@@ -147,6 +157,7 @@ fn context_dropped_and_recreated_between_staged_reverses() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn pinned_memory_passed_as_a_slice_reverses_exactly() {
+    let _serial = serial();
     let s = gpu();
     let n = 1 << 24;
     let mut pinned_dz = unsafe { s.context().alloc_pinned::<f32>(n) }.unwrap();
@@ -201,6 +212,7 @@ fn pinned_memory_passed_as_a_slice_reverses_exactly() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_failing_lane_leaves_lane_0_untouched_on_the_gpu() {
+    let _serial = serial();
     let s = gpu();
     let other = CudaContext::new_non_primary(0, 0)
         .unwrap()
@@ -263,6 +275,7 @@ fn rss_bytes() -> usize {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_thousand_streams_used_and_dropped_release_their_memory() {
+    let _serial = serial();
     let base = gpu();
     let ctx = base.context().clone();
     let n = 1 << 18;
@@ -332,6 +345,7 @@ fn a_driver_without_a_device_answers_no_device() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn root_operations_work_across_contexts() {
+    let _serial = serial();
     let sa = gpu();
     let sb = CudaContext::new_non_primary(0, 0)
         .unwrap()

@@ -12,9 +12,12 @@
 //!   waits for it on the host. So enqueued work that may still touch a buffer always completes
 //!   before the buffer is reused or freed.
 //! - Entries are released when nothing outside the cache holds their context any more (the
-//!   user's last stream, buffer and context `Arc` are gone): on the next use of the cache, the
-//!   context is synchronised, buffers freed, the module unloaded and the `Arc` dropped. A program
-//!   that makes a stream per request reuses the same few buffers: streams are not keys.
+//!   user's last stream, buffer and context `Arc` are gone): on the next use of the cache, buffers
+//!   whose last use has completed are freed, the cache's streams destroyed and the `Arc` dropped
+//!   (which destroys the context, and the kernels' module with it, if it was the last). Nothing
+//!   there waits on the host: a stream held by a gate the caller will open later cannot deadlock
+//!   it. A program that makes a stream per request reuses the same few buffers: streams are not
+//!   keys.
 
 use crate::cuda::driver;
 use crate::error::Result;
@@ -41,10 +44,10 @@ pub(crate) enum Memory {
     PinnedHost,
 }
 
-/// The kernels of `shadow.ptx`, loaded into one context.
+/// The kernels of `shadow.ptx`, loaded into one context (the module belongs to the context and
+/// goes with it).
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
-    module: sys::CUmodule,
     /// `accumulate_*`, indexed like [`super::kernels::REALS`].
     pub(crate) accumulate: [sys::CUfunction; 4],
     /// `accumulate_and_zero_*`, indexed likewise.
@@ -97,7 +100,16 @@ fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
     let key = CtxKey::of(ctx);
     all.retain_mut(|e| CtxKey::of(&e.ctx) == key || !release_if_unused(e));
     match all.iter().position(|e| CtxKey::of(&e.ctx) == key) {
-        Some(i) => &mut all[i],
+        Some(i) => {
+            let e = &mut all[i];
+            // Another `Arc` of the same live context (cudarc hands out one per
+            // `CudaContext::new`): hold the caller's from now on, so that the entry follows the
+            // context the user still holds, not the object they may drop.
+            if !Arc::ptr_eq(&e.ctx, ctx) {
+                e.ctx = ctx.clone();
+            }
+            e
+        }
         None => {
             all.push(Entry {
                 ctx: ctx.clone(),
@@ -110,28 +122,37 @@ fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
     }
 }
 
-/// Frees what `e` holds if only the cache references its context; returns whether it did.
+/// Releases what `e` holds if only the cache references its context; returns whether it did.
+///
+/// Nothing here waits: a buffer whose last use has not completed keeps the entry for a later
+/// try. Streams are destroyed (the driver finishes their work first); the module is left to the
+/// context, which unloads it when it is destroyed: unloading it here could pull code from under a
+/// launch still queued behind other work.
 fn release_if_unused(e: &mut Entry) -> bool {
     if Arc::strong_count(&e.ctx) > 1 {
         return false;
     }
     let _current = CurrentContext::save();
-    if e.ctx.bind_to_thread().is_err() || e.ctx.synchronize().is_err() {
-        // The context is broken; keep the entry rather than free memory that may be in use.
+    if e.ctx.bind_to_thread().is_err() {
+        return false;
+    }
+    let done = |b: &Buffer| {
+        // SAFETY: a live event of this context.
+        b.last
+            .is_none_or(|ev| unsafe { result::event::query(ev) }.is_ok())
+    };
+    if !e.free.iter().all(done) {
         return false;
     }
     for b in e.free.drain(..) {
-        // SAFETY: the context is synchronised, so no enqueued work touches the buffer.
+        // SAFETY: its last use has completed.
         unsafe { free(b) };
     }
-    if let Some(k) = e.kernels.take() {
-        // SAFETY: the context is synchronised: no launch of the module is pending.
-        let _ = unsafe { result::module::unload(k.module) };
-    }
     for RawStream(s) in e.streams.iter_mut().filter_map(Option::take) {
-        // SAFETY: a stream this cache created; the context is synchronised.
+        // SAFETY: a stream this cache created; the driver releases it once its work is done.
         let _ = unsafe { result::stream::destroy(s) };
     }
+    e.kernels = None;
     true
 }
 
@@ -228,7 +249,6 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     }
     let empty = function("empty_kernel".into())?;
     Ok(Kernels {
-        module,
         accumulate,
         fused,
         empty,
@@ -286,6 +306,11 @@ impl<'s> Lease<'s> {
             last_use,
         };
         if let Some(last) = lease.buffer().last {
+            // A per-thread stream's handle means "of the current context": bind its own.
+            first_use
+                .context()
+                .bind_to_thread()
+                .map_err(driver("cuCtxSetCurrent"))?;
             // SAFETY: `last` is a live event of the buffer's context; a stream may wait on an
             // event of another context.
             unsafe { result::stream::wait_event(first_use.cu_stream(), last, WAIT_DEFAULT) }

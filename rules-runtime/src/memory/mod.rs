@@ -143,8 +143,10 @@ impl<'a> DeviceAddr<'a> {
 ///   work ordered on `stream`, on the device of `stream`'s context (or of
 ///   [`context`](ShadowRead::context), which must be the context the memory belongs to), with
 ///   every pending write to them already ordered before that work;
-/// - [`kind`](ShadowRead::kind) is the memory the elements live in: `Host` only for memory that
-///   no device work can be touching while the runtime reads or writes it from the host.
+/// - [`kind`](ShadowRead::kind) is the memory the elements live in. `Host` is memory that host code
+///   reads and writes (the runtime waits for the copy's stream before it does, so page-locked or
+///   managed memory seen as a plain slice is fine); `Device`, `Pinned` and `Unified` must be
+///   reachable by kernels at the address [`device`](ShadowRead::device) gives.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be read as a shadow",
     label = "this buffer type does not implement `ShadowRead`",

@@ -334,13 +334,12 @@ fn stream_for<'s>(on: On<'s>, ops: &[Operand<'_>]) -> Result<Option<StreamRef<'s
     if let On::Stream(s) = on {
         return Ok(Some(StreamRef::Borrowed(s)));
     }
-    for o in ops.iter().filter(|o| o.kind == MemoryKind::Device) {
-        match o.home {
-            Some(h) => return Ok(Some(StreamRef::Owned(h.clone()))),
-            None => return Err(Error::NoStream(o.what.to_string())),
-        }
+    // The first device operand decides: its own stream, or none (a raw device pointer).
+    match ops.iter().find(|o| o.kind == MemoryKind::Device) {
+        None => Ok(None),
+        Some(Operand { home: Some(h), .. }) => Ok(Some(StreamRef::Owned((*h).clone()))),
+        Some(o) => Err(Error::NoStream(o.what.to_string())),
     }
-    Ok(None)
 }
 
 /// The route when every operand with a context lives on the stream's context.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The GPU suite, run on the GPU machine over the binaries that ../shared/tools/gpu-bins.sh put in
+# .gpu-bin/ (carry ".gpu-bin"). Logs go to $OUT (or ./gpu-logs); a summary line per step is printed.
+#
+#   tools/gpu-suite.sh tests        # every test binary with --include-ignored, the no-device run, the example
+#   tools/gpu-suite.sh sanitize     # compute-sanitizer memcheck, racecheck and synccheck over the GPU suites
+#   tools/gpu-suite.sh bench        # bench-shadow_ops
+set -u
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+bin=.gpu-bin
+# NCCL from the image's pip wheel: cudarc looks for libnccl.so, the wheel ships libnccl.so.2.
+nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])" 2>/dev/null)
+if [ -n "$nccl" ]; then
+  mkdir -p /tmp/ncclso && ln -sf "$nccl/lib/libnccl.so.2" /tmp/ncclso/libnccl.so
+  export LD_LIBRARY_PATH=/tmp/ncclso:$nccl/lib:${LD_LIBRARY_PATH:-} NCCL_NVLS_ENABLE=0
+fi
+step() { # name, timeout, command...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-34s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" \
+    "$(grep -E '^test result|ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$out/$name.log" | tr '\n' ' ' | cut -c1-150)"
+}
+skip_multi=(--skip two_gpus)
+case "${1:-tests}" in
+tests)
+  for t in "$bin"/test-*; do
+    n=$(basename "$t")
+    extra=()
+    [ "$n" = test-multi_gpu ] && extra=("${skip_multi[@]}")
+    step "$n" 400 "$t" --include-ignored "${extra[@]}"
+  done
+  CUDA_VISIBLE_DEVICES= step no-device 60 "$bin/test-gpu_soundness" --exact a_driver_without_a_device_answers_no_device --nocapture
+  CUDA_VISIBLE_DEVICES= step no-device-probe 60 "$bin/test-gpu" --exact gpu_suite_is_ignored_without_a_gpu_and_says_why --nocapture
+  step example 60 "$bin/example-round_trip"
+  ;;
+sanitize)
+  for tool in memcheck racecheck synccheck; do
+    step "$tool-gpu" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu" --include-ignored --skip 2_pow_31 --skip adjoint_checks
+    step "$tool-gpu_soundness" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu_soundness" --include-ignored --skip thousand --test-threads=1
+    step "$tool-multi_gpu" 300 compute-sanitizer --tool "$tool" --report-api-errors no "$bin/test-multi_gpu" --include-ignored "${skip_multi[@]}" --skip adjoint
+  done
+  ;;
+bench)
+  step bench-shadow_ops 560 "$bin/bench-shadow_ops"
+  ;;
+esac
