@@ -56,8 +56,8 @@ fn assert_errors_contract(docs: &str) {
         "`UnsupportedKinds`",
         "`LengthMismatch`",
         "`PartialOverlap`",
-        "A shadow that aliases a primal, or a shadow of another lane, is a typed error too, \
-         wherever the runtime can see both addresses.",
+        "A shadow that aliases a primal, or a shadow of another lane, is a typed error too \
+         (`Aliasing`), wherever the runtime can see both addresses.",
         "So an `Err` leaves every primal and every shadow unchanged, except `Primal`",
         "and `Driver` (when CUDA work fails), which report a failure of the work itself",
     ] {
