@@ -26,6 +26,10 @@ pub use cudarc::nccl::{Comm, Id};
 
 /// Whether the NCCL library can be loaded (checked once, without panicking).
 pub fn nccl_available() -> bool {
+    // Miri cannot load a shared library (no dlopen / FFI): under it there is never NCCL.
+    if cfg!(miri) {
+        return false;
+    }
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // SAFETY: only tries to open the library by name; nothing from it is called.
     *PRESENT.get_or_init(|| unsafe { cudarc::nccl::sys::is_culib_present() })
