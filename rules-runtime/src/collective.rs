@@ -25,7 +25,7 @@ pub mod model;
 use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::error::Result;
 use crate::nccl::{
-    AsComm, CollectiveDst, CollectiveSrc, Comm, NcclElement, Op, RankArg, run, with_scratch,
+    AsComm, CollectiveDst, CollectiveSrc, Comm, NcclElement, Op, RankArg, Scratch, run,
 };
 use crate::ops::{self, On};
 use crate::rules::PrimalOutcome;
@@ -135,22 +135,21 @@ where
     let stream = comm.stream();
     let need_zeros = ds.is_none() && op.sends(r);
     let need_sink = dd.is_none() && op.receives(r);
-    with_scratch(&stream, |sc| {
-        let (zeros, sink) = sc.views::<T>(need_zeros.then_some(sx), need_sink.then_some(sy))?;
-        let mut zeros = zeros;
-        if let Some(z) = zeros.as_mut() {
-            ops::zero(On::Stream(&stream), z)?;
-        }
-        let send = match ds {
-            Some(ds) => Some(ds.view()),
-            None => zeros.as_ref().map(|z| z.as_view()),
-        };
-        let recv = match dd {
-            Some(dd) => Some(dd.view_mut()),
-            None => sink,
-        };
-        run(comm, op, send, recv)
-    })
+    let mut scratch =
+        Scratch::<T>::new(&stream, [need_zeros.then_some(sx), need_sink.then_some(sy)])?;
+    let (mut zeros, sink) = scratch.views();
+    if let Some(z) = zeros.as_mut() {
+        ops::zero(On::Stream(&stream), z)?;
+    }
+    let send = match ds {
+        Some(ds) => Some(ds.view()),
+        None => zeros.as_ref().map(|z| z.as_view()),
+    };
+    let recv = match dd {
+        Some(dd) => Some(dd.view_mut()),
+        None => sink,
+    };
+    run(comm, op, send, recv)
 }
 
 /// Reverse lane: the adjoint collective on the cotangents, received into scratch, then
@@ -174,29 +173,30 @@ where
     // The adjoint sends where the op received, and receives where it sent.
     let need_zeros = dd.is_none() && adjoint.sends(r);
     let need_cotangent = adjoint.receives(r);
-    with_scratch(&stream, |sc| {
-        let (cot, zeros) = sc.views::<T>(need_cotangent.then_some(sx), need_zeros.then_some(sy))?;
-        let (mut cot, mut zeros) = (cot, zeros);
-        if let Some(z) = zeros.as_mut() {
-            ops::zero(on, z)?;
-        }
-        {
-            let send = match dd.as_deref() {
-                Some(dd) => Some(dd.view()),
-                None => zeros.as_ref().map(|z| z.as_view()),
-            };
-            run(comm, adjoint, send, cot.as_mut().map(|c| c.slice_mut(..)))?;
-        }
-        if let (Some(ds), Some(cot)) = (ds, cot.as_ref()) {
-            ops::accumulate(on, ds, cot)?;
-        }
-        if let Some(dd) = dd
-            && op.receives(r)
-        {
-            ops::zero(on, dd)?;
-        }
-        Ok(())
-    })
+    let mut scratch = Scratch::<T>::new(
+        &stream,
+        [need_cotangent.then_some(sx), need_zeros.then_some(sy)],
+    )?;
+    let (mut cot, mut zeros) = scratch.views();
+    if let Some(z) = zeros.as_mut() {
+        ops::zero(on, z)?;
+    }
+    {
+        let send = match dd.as_deref() {
+            Some(dd) => Some(dd.view()),
+            None => zeros.as_ref().map(|z| z.as_view()),
+        };
+        run(comm, adjoint, send, cot.as_mut().map(|c| c.slice_mut(..)))?;
+    }
+    if let (Some(ds), Some(cot)) = (ds, cot.as_ref()) {
+        ops::accumulate(on, ds, cot)?;
+    }
+    if let Some(dd) = dd
+        && op.receives(r)
+    {
+        ops::zero(on, dd)?;
+    }
+    Ok(())
 }
 
 /// Forward rule of a collective with an input `x` (`src`) and an output `y` (`dst`): runs the

@@ -10,17 +10,17 @@
 //! communicator), [`RankArg`] (a root or peer rank), [`NcclElement`] (an element NCCL can sum),
 //! [`CollectiveSrc`] / [`CollectiveDst`] (cudarc device buffers). Collective rules need scratch
 //! device memory (a received cotangent before it is added in, zeros for a rank whose argument is
-//! `Const`): `Scratch` keeps it per communicator stream, grown when too small, reused after.
+//! `Const`): `Scratch` leases it from the runtime's one pool, reused by every stream.
 
 use crate::cuda::{driver, require_driver};
+use crate::device::pool::{Lease, Memory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::ShadowMemory;
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceSlice};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use cudarc::nccl::result::NcclError;
 use cudarc::nccl::{NcclType, ReduceOp};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 pub use cudarc::nccl::{Comm, Id};
 
@@ -381,227 +381,68 @@ pub(crate) fn run<T: NcclElement>(
     result.map(|_| ()).map_err(nccl_error(op.name()))
 }
 
-// Scratch memory of the collective rules, cached per communicator stream.
-//
-// Keys. An entry is keyed by the address of its stream's `Arc` allocation (`Arc::as_ptr`) and
-// holds a clone of that `Arc`, so the address cannot be taken by another stream while the entry
-// exists: two `Arc<CudaStream>`s never share an entry, even when they wrap one `CUstream` handle
-// (`default_stream()`, handles wrapped twice: CUDA serializes their work, and each has its own
-// memory). CUDA's per-thread default stream (`per_thread_stream()`) is one handle, and possibly
-// one `Arc`, for a different stream on each host thread, so its slots are kept per host thread
-// (`Lane`). A slot thus belongs to exactly one CUDA stream.
-//
-// No two streams share a slot while work is pending. A slot is only reached through
-// `with_scratch` for its own stream (and thread, for the per-thread stream), under the entry's
-// lock, which is held for all of `f`: for as long as the host makes views of the slot and
-// enqueues work on it. That work is enqueued on the key's stream (collective.rs runs NCCL, zero
-// and accumulate on `comm.stream()`, the `Arc` `with_scratch` is given, which is also the one the
-// slots are allocated on), so the next use of a slot is ordered after the last by the stream
-// (and cudarc orders a `CudaSlice`'s uses on its stream); a slot that grows is dropped, which
-// cudarc frees on that same stream, after the work queued before.
-//
-// A released entry's memory is not in use. Before each call, entries whose stream's `Arc` is
-// referenced only by the cache itself are released: one reference for the entry, and one per
-// allocated slot (cudarc's `CudaSlice` holds an `Arc` of its stream). Every caller of
-// `with_scratch` holds its own reference to the stream for the whole call (its `&Arc`, which a
-// communicator's `stream()` clones), and the cache hands none of its references out, so when the
-// counts are equal no call for that stream is running or can start: new references are made only
-// from existing ones (a `Weak` upgraded later finds no entry and gets a new one). Host side, the
-// count is read under the entry's lock (`try_lock`; a locked entry is kept), so no slot is being
-// used or grown meanwhile. Device side, all work that used the slots was enqueued on the entry's
-// stream, and dropping a slot frees it on that stream after that work (cuMemFreeAsync, or a
-// synchronize before the free without stream-ordered allocation); the slot's own `Arc` keeps the
-// stream alive until then. Only for the per-thread stream would the free land on another stream
-// (the dropping thread's), so a released entry holding slots of another thread is dropped after
-// the context synchronizes. Entries are dropped with their own context current, and the caller's
-// context is bound again after.
-
-/// Which of a stream's slot pairs a call uses: `None`, or the calling thread for CUDA's
-/// per-thread default stream.
-type Lane = Option<std::thread::ThreadId>;
-
-/// CUDA's `CU_STREAM_PER_THREAD` handle, which cudarc's `per_thread_stream()` wraps.
-const PER_THREAD_STREAM: usize = 0x2;
-
-fn lane(stream: &CudaStream) -> Lane {
-    (stream.cu_stream() as usize == PER_THREAD_STREAM).then(|| std::thread::current().id())
+/// Scratch device memory for one lane of a collective rule (a received cotangent, zeros for a
+/// `Const` input, a discarded result for a `Const` output): up to two buffers leased from the
+/// runtime's one pool ([`crate::device::pool`]), seen as typed cudarc slices for NCCL's calls.
+///
+/// Everything that touches them is enqueued on the communicator's stream, which the leases order
+/// after the buffers' previous uses and before their next ones (events), whatever stream those are
+/// on. Dropping the scratch hands the addresses back untouched (cudarc never frees pool memory),
+/// then the buffers to the pool. Nothing is keyed by stream, so a communicator per request
+/// reuses the same few buffers.
+pub(crate) struct Scratch<'s, T: NcclElement> {
+    slices: [Option<CudaSlice<T>>; 2],
+    leases: [Option<Lease<'s>>; 2],
 }
 
-/// The two reusable slots of one stream (a received cotangent, and zeros or a discarded result
-/// for a `Const` argument).
-type Slots = [Option<CudaSlice<u8>>; 2];
-
-/// The cached scratch of one stream `Arc`.
-struct Entry {
-    stream: Arc<CudaStream>,
-    lanes: Mutex<HashMap<Lane, Slots>>,
-}
-
-/// The references to a stream's `Arc` the cache holds for one entry with `allocated` slots: the
-/// entry's own, and one in each slot.
-fn refs_held(allocated: usize) -> usize {
-    1 + allocated
-}
-
-/// Whether an entry may be released: its stream's `Arc` has `strong` references, and
-/// `allocated` slots (`None` while the entry is locked, i.e. in use).
-fn releasable(strong: usize, allocated: Option<usize>) -> bool {
-    allocated.is_some_and(|n| strong == refs_held(n))
-}
-
-impl Entry {
-    fn releasable(&self) -> bool {
-        let lanes = match self.lanes.try_lock() {
-            Ok(l) => l,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return releasable(0, None),
+impl<'s, T: NcclElement> Scratch<'s, T> {
+    /// Buffers of `lens[0]` and `lens[1]` elements (none for `None`), for work on `stream`.
+    pub(crate) fn new(stream: &'s Arc<CudaStream>, lens: [Option<usize>; 2]) -> Result<Self> {
+        let mut scratch = Scratch {
+            slices: [None, None],
+            leases: [None, None],
         };
-        let allocated = lanes.values().flatten().filter(|s| s.is_some()).count();
-        // Read under the lock, so no slot is allocated or dropped between the two counts.
-        releasable(Arc::strong_count(&self.stream), Some(allocated))
-    }
-
-    /// Whether it holds slots of a thread other than this one (per-thread stream only).
-    fn has_foreign_slots(&self) -> bool {
-        let me = Some(std::thread::current().id());
-        let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        lanes
-            .iter()
-            .any(|(l, s)| l.is_some() && *l != me && s.iter().any(Option::is_some))
-    }
-}
-
-/// Frees released entries (see the comment above `Lane`), each with its context current: a
-/// stream handle that names no stream of its own (the legacy and per-thread default streams)
-/// means that stream of the current context. Driver errors are kept on the context, as cudarc's
-/// own frees do.
-fn release(entries: Vec<Arc<Entry>>) {
-    for e in entries {
-        let ctx = e.stream.context().clone();
-        ctx.record_err(ctx.bind_to_thread());
-        if e.has_foreign_slots() {
-            ctx.record_err(ctx.synchronize());
+        for (i, n) in lens.into_iter().enumerate() {
+            let Some(n) = n else { continue };
+            let bytes = n.checked_mul(size_of::<T>()).ok_or(Error::RangeOverflow {
+                what: "collective scratch",
+                offset: 0,
+                len: n,
+            })?;
+            let lease = Lease::new(Memory::Device, bytes, stream, stream)?;
+            // SAFETY: the lease holds at least `bytes` of device memory of `stream`'s context,
+            // aligned for every element (`cuMemAlloc`); every `NcclElement` is valid for any bits;
+            // the slice is leaked, never freed, before the lease ends (`Drop` below).
+            scratch.slices[i] = Some(unsafe { stream.upgrade_device_ptr::<T>(lease.ptr(), n) });
+            scratch.leases[i] = Some(lease);
         }
-        drop(e);
+        Ok(scratch)
+    }
+
+    /// Views of the two buffers.
+    pub(crate) fn views(&mut self) -> ViewPair<'_, T> {
+        let [a, b] = &mut self.slices;
+        (
+            a.as_mut().map(|s| s.slice_mut(..)),
+            b.as_mut().map(|s| s.slice_mut(..)),
+        )
     }
 }
 
-/// Scratch device memory of one communicator stream, locked, as `with_scratch` hands it out.
-pub(crate) struct Scratch<'a> {
-    /// The entry's `Arc` of the stream, which the slots are allocated on.
-    stream: &'a Arc<CudaStream>,
-    slots: &'a mut Slots,
-}
-
-/// Runs `f` with the scratch memory of `stream` (and of this thread, for the per-thread stream),
-/// locked; first releases the scratch of streams that are gone.
-pub(crate) fn with_scratch<R>(
-    stream: &Arc<CudaStream>,
-    f: impl FnOnce(&mut Scratch<'_>) -> Result<R>,
-) -> Result<R> {
-    static ENTRIES: OnceLock<Mutex<HashMap<usize, Arc<Entry>>>> = OnceLock::new();
-    let key = Arc::as_ptr(stream) as usize;
-    let (entry, released) = {
-        let mut map = ENTRIES
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        // Never this call's entry: the caller's reference makes its count exceed the cache's.
-        let released: Vec<Arc<Entry>> = map
-            .extract_if(|_, e| e.releasable())
-            .map(|(_, e)| e)
-            .collect();
-        let entry = map
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Entry {
-                    stream: stream.clone(),
-                    lanes: Mutex::default(),
-                })
-            })
-            .clone();
-        (entry, released)
-    };
-    if !released.is_empty() {
-        // Outside the map's lock: a release may wait for its context.
-        release(released);
-        // Dropping a stream binds its context to this thread.
-        stream
-            .context()
-            .bind_to_thread()
-            .map_err(driver("cuCtxSetCurrent"))?;
-    }
-    let mut lanes = entry.lanes.lock().unwrap_or_else(|p| p.into_inner());
-    let slots = lanes.entry(lane(stream)).or_default();
-    f(&mut Scratch {
-        stream: &entry.stream,
-        slots,
-    })
-}
-
-/// Bytes of scratch are allocated in multiples of this (and so stay aligned for every element).
-const GRAIN: usize = 256;
-
-impl Scratch<'_> {
-    fn ensure(&mut self, slot: usize, bytes: usize) -> Result<()> {
-        let have = self.slots[slot].as_ref().map_or(0, DeviceSlice::len);
-        if bytes > have {
-            let new = bytes
-                .max(have.saturating_mul(2))
-                .div_ceil(GRAIN)
-                .checked_mul(GRAIN)
-                .ok_or(Error::RangeOverflow {
-                    what: "collective scratch",
-                    offset: 0,
-                    len: bytes,
-                })?;
-            // The old slot is freed in stream order (cudarc), after the work queued on it.
-            self.slots[slot] = None;
-            let buf = self
-                .stream
-                .alloc_zeros::<u8>(new)
-                .map_err(driver("cuMemAlloc (collective scratch)"))?;
-            self.slots[slot] = Some(buf);
+impl<T: NcclElement> Drop for Scratch<'_, T> {
+    fn drop(&mut self) {
+        for s in self.slices.iter_mut().filter_map(Option::take) {
+            // Pool memory: cudarc must not free it. `leak` orders the stream after cudarc's own
+            // events on the slice, then gives the address back.
+            let _ = s.leak();
         }
-        Ok(())
-    }
-
-    /// Views of `n0` and `n1` elements of `T` on the two slots (`None` for a length of `None`).
-    pub(crate) fn views<T: NcclElement>(
-        &mut self,
-        n0: Option<usize>,
-        n1: Option<usize>,
-    ) -> Result<ViewPair<'_, T>> {
-        for (slot, n) in [(0, n0), (1, n1)] {
-            if let Some(n) = n {
-                // The lengths are those of checked buffers of `T`, so this does not overflow.
-                let bytes = n.checked_mul(size_of::<T>()).ok_or(Error::RangeOverflow {
-                    what: "collective scratch",
-                    offset: 0,
-                    len: n,
-                })?;
-                self.ensure(slot, bytes.max(1))?;
-            }
-        }
-        let [a, b] = &mut *self.slots;
-        Ok((typed(a, n0), typed(b, n1)))
+        // Then the buffers go back to the pool, their last use recorded on the stream.
+        self.leases = [None, None];
     }
 }
 
 /// Two optional scratch views.
 pub(crate) type ViewPair<'a, T> = (Option<CudaViewMut<'a, T>>, Option<CudaViewMut<'a, T>>);
-
-/// `n` elements of `T` at the start of a scratch slot.
-fn typed<T: NcclElement>(
-    slot: &mut Option<CudaSlice<u8>>,
-    n: Option<usize>,
-) -> Option<CudaViewMut<'_, T>> {
-    let n = n?;
-    // SAFETY: the slot holds at least `n` elements of `T` (ensured by `views`), is aligned to 256
-    // bytes, and every `NcclElement` is plain data valid for any bits.
-    slot.as_mut()
-        .and_then(|s| unsafe { s.transmute_mut::<T>(n) })
-}
 
 #[cfg(test)]
 mod tests {
@@ -666,21 +507,5 @@ mod tests {
             }
             e => panic!("unexpected error: {e}"),
         }
-    }
-
-    /// Scratch is released when the cache holds every reference to its stream: the entry's own
-    /// and one per allocated slot (a count that left the slots' references out would never
-    /// release memory); not while anyone else holds the stream, nor while the entry is locked.
-    #[test]
-    fn scratch_is_released_when_only_the_cache_holds_its_stream() {
-        assert_eq!((refs_held(0), refs_held(2)), (1, 3));
-        assert!(releasable(1, Some(0)), "no slots, no other holder");
-        assert!(releasable(3, Some(2)), "two slots, each holding the stream");
-        assert!(
-            !releasable(4, Some(2)),
-            "a communicator still holds the stream"
-        );
-        assert!(!releasable(2, Some(0)), "a caller still holds the stream");
-        assert!(!releasable(3, None), "locked: in use");
     }
 }

@@ -700,8 +700,8 @@ fn single_rank_errors_are_typed_and_change_nothing() {
     eprintln!("typed errors: InvalidRank, LengthMismatch, ContextMismatch, TapeMismatch");
 }
 
-/// The scratch memory the collective rules keep per communicator stream lives as long as that
-/// stream: 200 single-rank communicators, each on a fresh stream, each running one reverse rule
+/// The scratch memory of the collective rules does not grow with the streams it served:
+/// 200 single-rank communicators, each on a fresh stream, each running one reverse rule
 /// (64 MiB of scratch: the cotangent received, and zeros for the `Const` output), then dropped
 /// with their streams, leave the device's free memory within 1% of where it started.
 #[test]
