@@ -82,6 +82,7 @@ where
 /// added by the accumulate kernel, and (for `Take`) zeroed by the host once the copy has read it.
 pub(super) fn stage_in<A, B>(
     s: &CudaStream,
+    op: Op,
     n: usize,
     acc: &mut A,
     src: Source<'_, B>,
@@ -90,10 +91,6 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let op = match src {
-        Source::Take(_) => Op::AccumulateAndZero,
-        _ => Op::Accumulate,
-    };
     let bytes = n * size_of::<A::Elem>();
     let stage = Lease::new(Memory::Device, bytes, s, s)?;
     {
@@ -124,6 +121,7 @@ where
 /// added on the host once the stream has reached the copy, then (for `Take`) zeroed on the stream.
 pub(super) fn stage_out<A, B>(
     s: &CudaStream,
+    op: Op,
     n: usize,
     acc: &mut A,
     src: Source<'_, B>,
@@ -132,10 +130,6 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let op = match src {
-        Source::Take(_) => Op::AccumulateAndZero,
-        _ => Op::Accumulate,
-    };
     let bytes = n * size_of::<A::Elem>();
     let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
     let src_kind = src.get().map_or(crate::MemoryKind::Device, |b| b.kind());

@@ -386,8 +386,8 @@ impl Plan<'_> {
                 host::run(op, n, same, acc, src)
             }
             Route::Device { stream } => on_device(&stream, op, n, acc, src),
-            Route::StageIn { stream } => host::stage_in(&stream, n, acc, src),
-            Route::StageOut { stream } => host::stage_out(&stream, n, acc, src),
+            Route::StageIn { stream } => host::stage_in(&stream, op, n, acc, src),
+            Route::StageOut { stream } => host::stage_out(&stream, op, n, acc, src),
             Route::Cross(c) => c.run(acc, src),
         }
     }
