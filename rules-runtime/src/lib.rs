@@ -40,7 +40,7 @@
 //! kind and across contexts), the memory traits ([`ShadowRead`], [`ShadowMemory`], both `unsafe`
 //! to implement: the runtime's kernels trust them), [`cuda`] (driver probing that never panics),
 //! [`nccl`], the one [`Error`]. Rule bodies and kernel launches are private; generated code
-//! reaches what it needs through a hidden module. The `testing` feature adds [`testing`]: adjoint
+//! reaches what it needs through a hidden module. The `testing` feature adds `testing`: adjoint
 //! and finite-difference checks.
 #![warn(missing_docs)]
 

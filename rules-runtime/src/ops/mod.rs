@@ -2,11 +2,11 @@
 //! of memory kinds and across CUDA contexts. This module is the one face for shadow work, and the
 //! one place that decides where it runs:
 //!
-//! 1. [`plan`] checks everything (lengths, memory kinds, the stream, contexts, overlap) and picks
-//!    the [`Route`] once: host loops, one stream, staged through host memory, or another context.
+//! 1. `plan` checks everything (lengths, memory kinds, the stream, contexts, overlap) and picks
+//!    the `Route` once: host loops, one stream, staged through host memory, or another context.
 //!    Nothing is written.
-//! 2. [`Plan::run`] does the work on that route: the host loops in [`host`], kernels and staging
-//!    through [`crate::device`], or the cross-context paths in [`cross`]. Where a step can still
+//! 2. `Plan::run` does the work on that route: the host loops in `host`, kernels and staging
+//!    through `device`, or the cross-context paths in `cross`. Where a step can still
 //!    fail after the first write (a driver call), the zeroing of the source comes last.
 //!
 //! The copy rules plan every lane before running any, so a bad lane changes nothing.
