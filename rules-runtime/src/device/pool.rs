@@ -1,5 +1,6 @@
 //! The runtime's one cache, owned: per CUDA context, the loaded shadow kernels and a pool of
-//! staging buffers (device memory and page-locked host memory).
+//! buffers (device memory and page-locked host memory): staging for the host and cross-context
+//! routes, and the collective rules' scratch.
 //!
 //! Ownership, and why reuse never races:
 //! - An entry is keyed by its context's handle ([`CtxKey`]) and holds an `Arc` of that context, so
@@ -8,9 +9,11 @@
 //!   streams, or two calls on cudarc's `per_thread_stream()`, whose handle is the same on every
 //!   thread) never hold the same buffer. While leased, nothing else can free or grow it.
 //! - A lease ends by recording an event on the stream of the buffer's last use; the next lease of
-//!   that buffer makes its first stream wait for that event, and freeing (growth, release) first
-//!   waits for it on the host. So enqueued work that may still touch a buffer always completes
-//!   before the buffer is reused or freed.
+//!   that buffer makes its first stream wait for that event, and a buffer is freed (to grow, or on
+//!   release) only once that event has completed, asked without waiting. So enqueued work that
+//!   may still touch a buffer always completes before the buffer is reused or freed, and the
+//!   cache never blocks the host (a stream gated on something the caller does later cannot
+//!   deadlock it).
 //! - Entries are released when nothing outside the cache holds their context any more (the
 //!   user's last stream, buffer and context `Arc` are gone): on the next use of the cache, buffers
 //!   whose last use has completed are freed, the cache's streams destroyed and the `Arc` dropped
@@ -136,12 +139,7 @@ fn release_if_unused(e: &mut Entry) -> bool {
     if e.ctx.bind_to_thread().is_err() {
         return false;
     }
-    let done = |b: &Buffer| {
-        // SAFETY: a live event of this context.
-        b.last
-            .is_none_or(|ev| unsafe { result::event::query(ev) }.is_ok())
-    };
-    if !e.free.iter().all(done) {
+    if !e.free.iter().all(last_use_done) {
         return false;
     }
     for b in e.free.drain(..) {
@@ -154,6 +152,14 @@ fn release_if_unused(e: &mut Entry) -> bool {
     }
     e.kernels = None;
     true
+}
+
+/// Whether `b`'s last use has completed (its event has), asked without waiting. The buffer's
+/// context must be current.
+fn last_use_done(b: &Buffer) -> bool {
+    // SAFETY: a live event of the current context.
+    b.last
+        .is_none_or(|ev| unsafe { result::event::query(ev) }.is_ok())
 }
 
 /// Restores the calling thread's current context when dropped: the cache binds contexts to do
@@ -283,21 +289,23 @@ impl<'s> Lease<'s> {
                 .free
                 .iter()
                 .position(|b| b.memory == memory && b.bytes >= bytes);
-            let smaller = e.free.iter().position(|b| b.memory == memory);
+            // Too small, and its last use complete: freed to make room (nothing waits here; a
+            // buffer still in use stays in the pool for later).
+            ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+            let smaller = e
+                .free
+                .iter()
+                .position(|b| b.memory == memory && last_use_done(b));
             match (fit, smaller) {
                 (Some(i), _) => e.free.swap_remove(i),
                 (None, Some(i)) => {
                     let old = e.free.swap_remove(i);
                     let grown = bytes.max(old.bytes.saturating_mul(2));
-                    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-                    // SAFETY: `free` waits for the old buffer's last use first.
+                    // SAFETY: its last use has completed.
                     unsafe { free(old) };
                     alloc(memory, grown)?
                 }
-                (None, None) => {
-                    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-                    alloc(memory, bytes.max(1))?
-                }
+                (None, None) => alloc(memory, bytes.max(1))?,
             }
         };
         let lease = Lease {
@@ -381,17 +389,15 @@ fn alloc(memory: Memory, bytes: usize) -> Result<Buffer> {
     })
 }
 
-/// Frees `b` after its last use has completed. The buffer's context must be current.
+/// Frees `b`. The buffer's context must be current.
 ///
 /// # Safety
-/// `b` was allocated by [`alloc`] in the current context and is not leased.
+/// `b` was allocated by [`alloc`] in the current context, is not leased, and its last use has
+/// completed ([`last_use_done`]).
 unsafe fn free(b: Buffer) {
     if let Some(e) = b.last {
-        // SAFETY: a live event of this context.
-        unsafe {
-            let _ = result::event::synchronize(e);
-            let _ = result::event::destroy(e);
-        }
+        // SAFETY: a live event of this context, which nothing waits on any more.
+        let _ = unsafe { result::event::destroy(e) };
     }
     // SAFETY: by the caller's contract, and the last use has completed.
     unsafe {
