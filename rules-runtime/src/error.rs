@@ -1,6 +1,6 @@
 //! The one error type of the runtime and of every generated rule.
 
-use crate::memory::MemoryKind;
+use crate::memory::{MemoryKind, Region};
 
 /// A boxed error returned by a user's primal copy function.
 pub type PrimalError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -185,6 +185,30 @@ impl Error {
     /// Wraps an error returned by the user's primal function.
     pub fn primal(e: impl Into<PrimalError>) -> Self {
         Error::Primal(e.into())
+    }
+
+    /// [`Error::PartialOverlap`] of a destination range `d` and a source range `s`.
+    pub(crate) fn partial_overlap(what: impl Into<String>, d: Region, s: Region) -> Self {
+        Error::PartialOverlap {
+            what: what.into(),
+            dst_start: d.start,
+            dst_end: d.end,
+            src_start: s.start,
+            src_end: s.end,
+        }
+    }
+}
+
+/// `Ok` when `found == expected`, else [`Error::LengthMismatch`] naming `what`.
+pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: what.into(),
+            expected,
+            found,
+        })
     }
 }
 

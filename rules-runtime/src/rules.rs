@@ -7,7 +7,7 @@
 //! *pointer* rules, whose `dst`/`src` are raw pointers with offsets and a length.
 
 use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
-use crate::error::{Error, PrimalError, Result};
+use crate::error::{Error, PrimalError, Result, check_len};
 use crate::memory::raw::RawShadow;
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use crate::ops::{self, On, Op, Plan, Source};
@@ -167,27 +167,9 @@ impl Call {
     }
 }
 
-fn check_same_len(what: String, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch {
-            what,
-            expected,
-            found,
-        })
-    }
-}
-
 fn check_overlap(what: &str, d: Region, s: Region) -> Result<Overlap> {
     match d.relation(s) {
-        Overlap::Partial => Err(Error::PartialOverlap {
-            what: what.to_string(),
-            dst_start: d.start,
-            dst_end: d.end,
-            src_start: s.start,
-            src_end: s.end,
-        }),
+        Overlap::Partial => Err(Error::partial_overlap(what, d, s)),
         o => Ok(o),
     }
 }
@@ -202,15 +184,15 @@ where
     S: SrcArg<Y>,
 {
     let n = src.primal().len();
-    check_same_len("the primal `dst`".into(), n, dst.primal().len())?;
+    check_len("the primal `dst`", n, dst.primal().len())?;
     let mut lanes = Vec::with_capacity(D::WIDTH.max(S::WIDTH));
     for k in 0..D::WIDTH.max(S::WIDTH) {
         let (dd, ds) = (dst.lane(k), src.lane(k));
         if let Some(dd) = dd {
-            check_same_len(lane_name("dst", k), n, dd.len())?;
+            check_len(lane_name("dst", k), n, dd.len())?;
         }
         if let Some(ds) = ds {
-            check_same_len(lane_name("src", k), n, ds.len())?;
+            check_len(lane_name("src", k), n, ds.len())?;
         }
         lanes.push((dd.map(ShadowRead::region), ds.map(ShadowRead::region)));
     }

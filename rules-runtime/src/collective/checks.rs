@@ -4,7 +4,7 @@
 
 use super::{Collective, CollectiveTape, Kind};
 use crate::activity::{DstArg, SrcArg};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_len};
 use crate::memory::{Overlap, ShadowMemory};
 use crate::nccl::{CollectiveDst, CollectiveSrc, Op, require_nccl};
 
@@ -178,28 +178,14 @@ fn check_shape(kind: Kind, r: usize, p: usize, x: &Side, y: &Side) -> Result<(Op
         if let (Some((_, a)), Some((_, b))) = (a, b)
             && b.relation(*a) == Overlap::Partial
         {
-            return Err(Error::PartialOverlap {
-                what: format!("the shadows of lane {k} of `{}`", op.name()),
-                dst_start: b.start,
-                dst_end: b.end,
-                src_start: a.start,
-                src_end: a.end,
-            });
+            return Err(Error::partial_overlap(
+                format!("the shadows of lane {k} of `{}`", op.name()),
+                *b,
+                *a,
+            ));
         }
     }
     Ok((op, ex.unwrap_or(0), ey.unwrap_or(0)))
-}
-
-fn check_len(what: String, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch {
-            what,
-            expected,
-            found,
-        })
-    }
 }
 
 pub(super) fn src_side<Y, S>(src: &S, width: usize) -> Side

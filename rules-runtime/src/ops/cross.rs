@@ -34,8 +34,11 @@ pub(crate) struct Cross<'s> {
 }
 
 enum How<'s> {
-    /// The whole operation on another context's stream.
-    Elsewhere(Plan<'static>),
+    /// The whole operation on stream `h` of another context.
+    Elsewhere {
+        h: Arc<CudaStream>,
+        inner: Plan<'static>,
+    },
     /// `acc` on context `a` (stream `ha`), the source on context `b` (stream `hb`).
     Staged {
         ha: StreamRef<'s>,
@@ -90,7 +93,8 @@ where
         (Some(c), _) | (_, Some(c)) => {
             let home = homes.into_iter().flatten().find(|h| same(h.context(), &c));
             let h = stream_on(&c, home)?;
-            How::Elsewhere(plan_with(Some(StreamRef::Owned(h)), op, ops, acc, src)?)
+            let inner = plan_with(Some(StreamRef::Owned(h.clone())), op, ops, acc, src)?;
+            How::Elsewhere { h, inner }
         }
         (None, None) => return Ok(None),
     };
@@ -108,16 +112,7 @@ impl Cross<'_> {
     {
         let s = &*self.stream;
         match self.how {
-            How::Elsewhere(inner) => {
-                let h = match &inner.route {
-                    super::Route::Device { stream }
-                    | super::Route::StageIn { stream }
-                    | super::Route::StageOut { stream } => stream.clone(),
-                    super::Route::Host {
-                        after: Some(stream),
-                    } => stream.clone(),
-                    _ => return inner.run(acc, src),
-                };
+            How::Elsewhere { h, inner } => {
                 order(s, &h)?;
                 let r = inner.run(acc, src);
                 order(&h, s)?;

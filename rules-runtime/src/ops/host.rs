@@ -7,12 +7,12 @@
 //! (zeroed, or accumulated into) while a copy enqueued here may still read it: the stream is
 //! synchronised first. Zeroing the source is always the last step.
 
-use super::{Op, Source, check_len};
+use super::{Op, Source};
 use crate::cuda::driver;
 use crate::device::kernels;
 use crate::device::pool::{Lease, Memory};
 use crate::element::Differentiable;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_len};
 use crate::memory::{ShadowMemory, ShadowRead};
 use cudarc::driver::CudaStream;
 
@@ -29,30 +29,25 @@ fn unsupported(op: Op, dst: crate::MemoryKind, src: crate::MemoryKind, why: &'st
 /// that breaks its contract gets an error, not an out-of-bounds access).
 fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M, n: usize) -> Result<&[M::Elem]> {
     let kind = m.kind();
-    let h = m.host()?.ok_or_else(|| {
-        unsupported(
-            op,
-            kind,
-            kind,
-            "device memory needs a CUDA stream: name the copy's stream with `#[stream]`",
-        )
-    })?;
+    let h = m.host()?.ok_or_else(|| no_host_view(op, kind))?;
     check_len("a host view of a shadow", n, h.len())?;
     Ok(h)
 }
 
 fn host_of_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M, n: usize) -> Result<&mut [M::Elem]> {
     let kind = m.kind();
-    let h = m.host_mut()?.ok_or_else(|| {
-        unsupported(
-            op,
-            kind,
-            kind,
-            "device memory needs a CUDA stream: name the copy's stream with `#[stream]`",
-        )
-    })?;
+    let h = m.host_mut()?.ok_or_else(|| no_host_view(op, kind))?;
     check_len("a host view of a shadow", n, h.len())?;
     Ok(h)
+}
+
+fn no_host_view(op: Op, kind: crate::MemoryKind) -> Error {
+    unsupported(
+        op,
+        kind,
+        kind,
+        "device memory needs a CUDA stream: name the copy's stream with `#[stream]`",
+    )
 }
 
 /// The host loops. `same`: `acc` and the source are the same memory.

@@ -17,7 +17,7 @@ mod host;
 use crate::cuda::{driver, require_driver};
 use crate::device::kernels;
 use crate::element::Differentiable;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_len};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
@@ -261,7 +261,7 @@ where
     if let Some(b) = src
         && b.len() != n
     {
-        check_len(&format!("the source of `{}`", op.name()), n, b.len())?;
+        check_len(format!("the source of `{}`", op.name()), n, b.len())?;
     }
     // Device memory on one stream: the hot path. Its aliasing is judged on the launch addresses
     // (asking a cudarc buffer for its region costs its event waits), still before any write.
@@ -307,7 +307,7 @@ where
         ops.get(1).and_then(|o| o.region),
     ) {
         (Some(x), Some(y)) => match x.relation(y) {
-            Overlap::Partial => return Err(overlap_error(op.name(), x, y)),
+            Overlap::Partial => return Err(Error::partial_overlap(op.name(), x, y)),
             Overlap::Same => true,
             Overlap::Disjoint => false,
         },
@@ -433,7 +433,7 @@ where
     // before writing it.
     unsafe {
         match (ra.relation(rb), op) {
-            (Overlap::Partial, _) => Err(overlap_error(op.name(), ra, rb)),
+            (Overlap::Partial, _) => Err(Error::partial_overlap(op.name(), ra, rb)),
             (Overlap::Same, Op::AccumulateAndZero) => Ok(()),
             (Overlap::Same, _) => kernels::accumulate(s, dtype, pa, pa, n, false),
             (Overlap::Disjoint, Op::AccumulateAndZero)
@@ -447,28 +447,6 @@ where
             }
             (Overlap::Disjoint, _) => kernels::accumulate(s, dtype, pa, pb, n, false),
         }
-    }
-}
-
-pub(crate) fn check_len(what: &str, expected: usize, found: usize) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch {
-            what: what.to_string(),
-            expected,
-            found,
-        })
-    }
-}
-
-fn overlap_error(what: &str, d: Region, s: Region) -> Error {
-    Error::PartialOverlap {
-        what: what.to_string(),
-        dst_start: d.start,
-        dst_end: d.end,
-        src_start: s.start,
-        src_end: s.end,
     }
 }
 
