@@ -1,10 +1,41 @@
-//! Shared rules and helpers for the end-to-end tests.
+//! Shared rules and helpers for the end-to-end tests and the `round_trip` example.
 //!
-//! Two annotated copy primitives, generic over the element type, serve the tests that sweep
-//! element types: [`copy_slice`] (slice shape) and [`copy_ptr`] (pointer shape, host memory).
-//! The tests that read like the seed's example define their own, concrete rules.
+//! The copy primitives here are written as a user writes them: a plain function annotated with
+//! `#[derivative_rule(copy)]`, next to which the macro generates `*_forward`,
+//! `*_augmented_primal` and `*_reverse`. They are generic over the element type so that every
+//! suite uses the same definition:
+//! - [`upload`] (host → device) and [`download`] (device → host), on cudarc buffers and the
+//!   copy's own stream: the seed's round trip;
+//! - [`copy_slice`] (slice shape) and [`copy_ptr`] (pointer shape, host memory), for the host
+//!   suites that sweep element types.
+//!
+//! The tests that exercise other shapes (unified and pinned memory, collectives, raw device
+//! pointers) define their own rules beside them.
+#![deny(missing_docs)]
 
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, DriverError};
 use rules_runtime::{Differentiable, derivative_rule};
+use std::sync::Arc;
+
+/// Host → device: `dst ← src`, enqueued on `stream` (the stream the shadow work also runs on).
+#[derivative_rule(copy)]
+pub fn upload<T: Differentiable + DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaSlice<T>,
+    #[src] src: &[T],
+) -> Result<(), DriverError> {
+    stream.memcpy_htod(src, dst)
+}
+
+/// Device → host: `dst ← src`, enqueued on `stream`.
+#[derivative_rule(copy)]
+pub fn download<T: Differentiable + DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut [T],
+    #[src] src: &CudaSlice<T>,
+) -> Result<(), DriverError> {
+    stream.memcpy_dtoh(src, dst)
+}
 
 /// The plain slice copy `dst ← src`, for any differentiable element type.
 #[derivative_rule(copy)]

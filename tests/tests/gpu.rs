@@ -11,6 +11,10 @@ use rules_runtime::cudarc::driver::{
 };
 use rules_runtime::testing::{adjoint_check, random_vec};
 use rules_runtime::{Const, Differentiable, Duplicated, Error, derivative_rule};
+use rules_tests::{
+    download_augmented_primal, download_forward, download_reverse, upload_augmented_primal,
+    upload_forward, upload_reverse,
+};
 use std::sync::Arc;
 
 fn gpu() -> Arc<CudaStream> {
@@ -21,26 +25,7 @@ fn gpu() -> Arc<CudaStream> {
 }
 
 // ---- Copy primitives, as a user writes them -------------------------------------------------
-
-/// Host → device.
-#[derivative_rule(copy)]
-fn upload(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut CudaSlice<f32>,
-    #[src] src: &[f32],
-) -> Result<(), DriverError> {
-    stream.memcpy_htod(src, dst)
-}
-
-/// Device → host.
-#[derivative_rule(copy)]
-fn download(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut [f32],
-    #[src] src: &CudaSlice<f32>,
-) -> Result<(), DriverError> {
-    stream.memcpy_dtoh(src, dst)
-}
+// (`upload` and `download`, host ↔ device, are the crate library's.)
 
 /// Host → unified.
 #[derivative_rule(copy)]

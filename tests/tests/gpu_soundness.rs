@@ -9,27 +9,12 @@ use rules_runtime::cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DriverError, UnifiedSlice,
 };
 use rules_runtime::{Duplicated, Error, derivative_rule};
+use rules_tests::{
+    download_augmented_primal, download_reverse, upload_augmented_primal, upload_reverse,
+};
 use std::sync::Arc;
 
-/// Host → device.
-#[derivative_rule(copy)]
-fn upload(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut CudaSlice<f32>,
-    #[src] src: &[f32],
-) -> Result<(), DriverError> {
-    stream.memcpy_htod(src, dst)
-}
-
-/// Device → host.
-#[derivative_rule(copy)]
-fn download(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut [f32],
-    #[src] src: &CudaSlice<f32>,
-) -> Result<(), DriverError> {
-    stream.memcpy_dtoh(src, dst)
-}
+// `upload` and `download` (host ↔ device) are the crate library's.
 
 /// Device → unified.
 #[derivative_rule(copy)]

@@ -17,31 +17,15 @@ use rules_runtime::cudarc::nccl::ReduceOp;
 use rules_runtime::nccl::{self, Comm};
 use rules_runtime::testing::{dot, random_vec};
 use rules_runtime::{CollectiveTape, Const, Duplicated, Error, On, derivative_rule, peer};
+use rules_tests::{
+    download_augmented_primal, download_reverse, upload_augmented_primal, upload_reverse,
+};
 use std::sync::Arc;
 
 type Res = rules_runtime::Result<()>;
 
 // ---- Primitives, as a user writes them ---------------------------------------------------------
-
-/// Host → device.
-#[derivative_rule(copy)]
-fn upload(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut CudaSlice<f64>,
-    #[src] src: &[f64],
-) -> Result<(), DriverError> {
-    stream.memcpy_htod(src, dst)
-}
-
-/// Device → host.
-#[derivative_rule(copy)]
-fn download(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut [f64],
-    #[src] src: &CudaSlice<f64>,
-) -> Result<(), DriverError> {
-    stream.memcpy_dtoh(src, dst)
-}
+// (`upload` and `download`, host ↔ device, are the crate library's.)
 
 /// Device → device, also between contexts or devices (cudarc's peer path); `stream` is `dst`'s.
 #[derivative_rule(copy)]

@@ -1,33 +1,32 @@
 //! The seed's round trip: `f(x) = sum(abs2, to_host(to_device(x)))`, so `df/dx = 2x` exactly.
 //!
 //! Runs on the GPU when a CUDA driver and device are present, on host memory otherwise, and says
-//! which. Both copies are user-written primitives annotated with `#[derivative_rule(copy)]`.
+//! which.
 //!
 //!     cargo run --example round_trip
+//!
+//! Both copies are primitives written as a user writes them, once, in this crate's library
+//! (`tests/src/lib.rs`), where the GPU suites use them too:
+//!
+//!     #[derivative_rule(copy)]
+//!     pub fn upload<T: Differentiable + DeviceRepr>(
+//!         stream: &Arc<CudaStream>,
+//!         #[dst] dst: &mut CudaSlice<T>,
+//!         #[src] src: &[T],
+//!     ) -> Result<(), DriverError> {
+//!         stream.memcpy_htod(src, dst)
+//!     }
+//!
+//! and `download` the other way (`memcpy_dtoh`). The attribute generates `upload_forward`,
+//! `upload_augmented_primal` and `upload_reverse` beside it; this program calls the last two.
 
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError};
-use rules_runtime::{Duplicated, derivative_rule};
+use rules_runtime::Duplicated;
+use rules_runtime::cudarc::driver::CudaStream;
+use rules_tests::{
+    copy_slice_augmented_primal, copy_slice_reverse, download_augmented_primal, download_reverse,
+    upload_augmented_primal, upload_reverse,
+};
 use std::sync::Arc;
-
-/// Host → device: the primitive a user writes, on the copy's own stream.
-#[derivative_rule(copy)]
-fn upload(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut CudaSlice<f32>,
-    #[src] src: &[f32],
-) -> Result<(), DriverError> {
-    stream.memcpy_htod(src, dst)
-}
-
-/// Device → host.
-#[derivative_rule(copy)]
-fn download(
-    stream: &Arc<CudaStream>,
-    #[dst] dst: &mut [f32],
-    #[src] src: &CudaSlice<f32>,
-) -> Result<(), DriverError> {
-    stream.memcpy_dtoh(src, dst)
-}
 
 /// `sum(abs2, download(upload(x)))` on the GPU, reverse mode: returns dx.
 fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
@@ -35,6 +34,7 @@ fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn st
     let mut dx = vec![0.0f32; n];
     let (mut d, mut dd) = (s.alloc_zeros::<f32>(n)?, s.alloc_zeros::<f32>(n)?);
     let (mut h, mut dh) = (vec![0.0f32; n], vec![0.0f32; n]);
+    // Forward sweep (augmented primals), keeping the tapes.
     let t1 = upload_augmented_primal(
         s,
         Duplicated::new(&mut d, &mut dd),
@@ -45,9 +45,11 @@ fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn st
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d, &mut dd),
     )?;
+    // sum(abs2, h): its gradient seeds the cotangent of h.
     for (g, v) in dh.iter_mut().zip(&h) {
         *g += 2.0 * v;
     }
+    // Reverse sweep, in the opposite order, on the copies' stream.
     download_reverse(
         t2,
         s,
@@ -64,29 +66,19 @@ fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn st
     Ok(dx)
 }
 
-/// Without a GPU, "upload" is a copy into another host buffer.
-#[derivative_rule(copy)]
-fn to_device(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
-    dst.copy_from_slice(src);
-}
-
-/// "Download": the copy back.
-#[derivative_rule(copy)]
-fn to_host(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
-    dst.copy_from_slice(src);
-}
-
+/// Without a GPU, "upload" and "download" are copies between host buffers (`copy_slice`, the
+/// library's slice copy).
 fn host_round_trip(x: &[f32]) -> Result<Vec<f32>, rules_runtime::Error> {
     let n = x.len();
     let mut dx = vec![0.0f32; n];
     let (mut d, mut dd) = (vec![0.0f32; n], vec![0.0f32; n]);
     let (mut h, mut dh) = (vec![0.0f32; n], vec![0.0f32; n]);
     // Forward sweep (augmented primals), keeping the tapes.
-    let t1 = to_device_augmented_primal(
+    let t1 = copy_slice_augmented_primal(
         Duplicated::new(&mut d[..], &mut dd[..]),
         Duplicated::new(x, &mut dx[..]),
     )?;
-    let t2 = to_host_augmented_primal(
+    let t2 = copy_slice_augmented_primal(
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d[..], &mut dd[..]),
     )?;
@@ -95,12 +87,12 @@ fn host_round_trip(x: &[f32]) -> Result<Vec<f32>, rules_runtime::Error> {
         *g += 2.0 * v;
     }
     // Reverse sweep, in the opposite order.
-    to_host_reverse(
+    copy_slice_reverse(
         t2,
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d[..], &mut dd[..]),
     )?;
-    to_device_reverse(
+    copy_slice_reverse(
         t1,
         Duplicated::new(&mut d[..], &mut dd[..]),
         Duplicated::new(x, &mut dx[..]),
