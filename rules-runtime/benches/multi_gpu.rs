@@ -1,7 +1,7 @@
-//! Benchmark of issue 6: the reverse of an all-gather against NCCL's own reduce-scatter, measured
-//! in the same run.
+//! Benchmark of the collective rules: the reverse of an all-gather against NCCL's own
+//! reduce-scatter, measured in the same run.
 //!
-//!     NCCL_NVLS_ENABLE=0 cargo bench -p rules-runtime --bench multi_gpu
+//!     NCCL_NVLS_ENABLE=0 cargo bench -p rules-runtime --features testing --bench multi_gpu
 //!
 //! The reverse rule of an all-gather is NCCL's reduce-scatter (sum) of `d_y` into scratch, then
 //! `d_x += scratch` and `d_y ← 0` on the communicator's stream; the ceiling is the reduce-scatter

@@ -1,12 +1,12 @@
 //! Benchmark of the shadow operations against the ceilings measured in the same run.
 //!
-//!     cargo bench -p rules-runtime --bench shadow_ops      (on a GPU machine)
+//!     cargo bench -p rules-runtime --features testing --bench shadow_ops      (on a GPU machine)
 //!
 //! CUDA events around each repetition of k back-to-back calls (k from 100 for small n down to 1
 //! at 1 GiB), warm-up first, median of the repetitions, per call; random data (never zeros;
 //! the source of `accumulate_and_zero` is zero after its first call, which the kernel's speed does
 //! not depend on). Prints the ceilings (cuMemcpy device-to-device, memset, an empty launch, pinned
-//! host↔device), then the seed-style table (dtype, n, ours, cuBLAS axpy, ratio), then fused
+//! host↔device), then the table (dtype, n, ours, cuBLAS axpy, ratio), then fused
 //! accumulate-and-zero against accumulate + memset, then reverses of copies involving host memory.
 //! Bandwidth counts bytes read plus bytes written. cuBLAS is a bench dependency only.
 
@@ -282,8 +282,8 @@ fn bench_acc<T: Differentiable + DeviceRepr>(
         }
         let mut y = random::<T>(s, n, 8)?;
         let x = random::<T>(s, n, 9)?;
-        // Rounds of (empty launch, ours, cuBLAS), the best median of each: run-to-run drift at 16M
-        // was ~5% on the H200, more than the difference between kernel variants, and the host's
+        // Rounds of (empty launch, ours, cuBLAS), the best median of each: the GPU's run-to-run
+        // drift at large n can exceed the difference between kernel variants, and the host's
         // launch rate drifts by as much; the launch ceiling is measured next to the small sizes.
         let small = n <= 65536;
         let (mut ours, mut blas_us, mut empty) = (f64::INFINITY, None::<f64>, f64::INFINITY);

@@ -1,4 +1,4 @@
-//! The bodies of generated collective rules (DESIGN §8), called by the code that
+//! The bodies of generated collective rules, called by the code that
 //! `#[derivative_rule(broadcast | reduce | all_gather | reduce_scatter | all_reduce | send | recv |
 //! send_recv)]` generates. Every collective here is linear, so its forward rule is the same
 //! collective on the tangents, and its reverse is the adjoint collective on the cotangents

@@ -1,6 +1,6 @@
 //! Every activity combination, `dst` ∈ {Const, Duplicated, DuplicatedOnly} × `src` ∈ {Const,
 //! Duplicated, DuplicatedOnly}, at widths 1 and 3, forward and reverse, for both rule shapes, with
-//! the exact values DESIGN §3 prescribes:
+//! the exact values the semantics prescribe:
 //!
 //! - forward: the primal copy runs unless `dst` is `DuplicatedOnly`; per lane `d_dst ← d_src`
 //!   (or `← 0` for a `Const` source); a `Const` destination's shadows are untouched; `d_src` is

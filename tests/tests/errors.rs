@@ -1,4 +1,4 @@
-//! Aliasing and errors (DESIGN §3, §4): an exact self-copy keeps its cotangent; a partial overlap,
+//! Aliasing and errors: an exact self-copy keeps its cotangent; a partial overlap,
 //! a length mismatch, a tape from other arguments and an absurd offset are typed errors raised
 //! before anything is written (every primal and shadow is compared with its starting value, and
 //! the primal copy is never called); a primal's own error surfaces as `Error::Primal`.

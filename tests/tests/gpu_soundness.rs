@@ -1,4 +1,4 @@
-//! GPU regression tests of the runtime's ownership and ordering (issue "Sound by construction"):
+//! GPU regression tests of the runtime's ownership and ordering:
 //! staging shared by threads, contexts dropped and recreated, page-locked memory passed as a
 //! slice, a failing lane, caches released with their streams, and a driver without a device.
 //!

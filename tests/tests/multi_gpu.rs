@@ -1,4 +1,4 @@
-//! Multi-GPU suite (issue 6): collective rules through NCCL, and peer copies across CUDA contexts.
+//! Multi-GPU suite: collective rules through NCCL, and peer copies across CUDA contexts.
 //!
 //! Every test here is `#[ignore]`d, so that a machine without a GPU reports it as *ignored*
 //! (skipped), never as passed. On a machine with one GPU and NCCL, run

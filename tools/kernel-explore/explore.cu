@@ -1,4 +1,5 @@
-// Kernel-variant exploration for issue 5 (run on the H200 with nvcc there; not part of the build).
+// Kernel-variant exploration behind the kernel choices (docs/performance.md, "what was tried").
+// Run on the H200 with nvcc there; not part of the build.
 //   nvcc -O3 -arch=sm_90 -o explore explore.cu -lcublas && ./explore
 // Back-to-back timing: event, K launches, event; median of reps of (time / K).
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Round 3 of the kernel exploration (issue 5): mapped pinned memory, small-n GPU-side cost, and
+// Round 3 of the kernel exploration (docs/performance.md): mapped pinned memory, small-n GPU-side cost, and
 // the shipped PTX against the same kernel built by nvcc at 16M.
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o e3 explore3.cu -lcuda && ./e3 ../../rules-runtime/src/device/shadow.ptx
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Round 4 (issue 5): the reverse of a device->pinned copy, d_dev += d_pin; d_pin = 0, as a pipeline
+// Round 4 of the kernel exploration (docs/performance.md): the reverse of a device->pinned copy, d_dev += d_pin; d_pin = 0, as a pipeline
 // of copy-engine transfers in both directions at once (H2D of d_pin chunks into device staging, an
 // accumulate kernel, and the zeroing of the chunks already read on a second stream), against the
 // fused kernel through mapped memory and the forward D2H copy.

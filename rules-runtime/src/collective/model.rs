@@ -232,7 +232,7 @@ mod tests {
     }
 
     /// A chunk length times the number of ranks that overflows `usize` is `None`, not a panic
-    /// (before: an overflow panic in debug builds, a wrapped length in release).
+    /// (unchecked, it would panic in debug builds and wrap to a wrong length in release).
     #[test]
     fn lens_that_overflow_do_not_panic() {
         let r = std::panic::catch_unwind(|| {

@@ -14,9 +14,8 @@ use cudarc::driver::{CudaStream, sys};
 /// The PTX of `shadow.cu`.
 pub(crate) const PTX: &str = include_str!("shadow.ptx");
 
-/// Threads per block. One 16-byte vector per thread per iteration. 256, 512 and 1024 measured within
-/// 1% of each other on the H200 from 1M to 256M elements, also over the host link
-/// (`tools/kernel-explore`, 2026-12-02).
+/// Threads per block. One 16-byte vector per thread per iteration. 512 and 1024 were no faster
+/// (`tools/kernel-explore`; docs/performance.md, "what was tried").
 const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;

@@ -4,7 +4,7 @@
 // toolkit runs them: the driver JIT-compiles the PTX for its GPU when the module is loaded.
 //
 // Complex elements are pairs of reals, so the runtime launches the f32/f64 kernels on 2n reals.
-// Design (DESIGN §4, §7): 64-bit indices (n may exceed 2^31); any offset: when acc and src share
+// 64-bit indices, because n may exceed 2^31. Any offset works: when acc and src share
 // their alignment modulo 16 bytes, a scalar head reaches the 16-byte boundary, then each thread
 // moves one 16-byte vector of each operand per iteration (grid-stride for very large n), and a
 // scalar tail finishes; otherwise a scalar grid-stride loop. Loads and stores of the vector body
