@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU suite, run on the GPU machine over the binaries that ../shared/tools/gpu-bins.sh put in
-# .gpu-bin/ (carry ".gpu-bin"). Logs go to $OUT (or ./gpu-logs); a summary line per step is printed.
+# The GPU suite, run on the GPU machine over the binaries that tools/gpu-bins.sh put in .gpu-bin/
+# (built where cargo is, then copied over with the tree). Logs go to $OUT (or ./gpu-logs); a summary
+# line per step is printed.
 #
 #   tools/gpu-suite.sh tests        # every test binary with --include-ignored, the no-device run, the example
 #   tools/gpu-suite.sh sanitize     # compute-sanitizer memcheck, racecheck and synccheck over the GPU suites
