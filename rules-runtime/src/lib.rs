@@ -42,7 +42,7 @@
 //! [`nccl`], the one [`Error`]. Rule bodies and kernel launches are private; generated code
 //! reaches what it needs through a hidden module. The `testing` feature adds `testing`: adjoint
 //! and finite-difference checks.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod activity;
 mod collective;
