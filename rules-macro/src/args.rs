@@ -1,231 +1,36 @@
-//! Stage 1a: the attribute's arguments (`copy`, `key = value`). Read one comma-separated piece at
+//! Stage 1a: the attribute's arguments (`copy`, `in_impl`, `key = value`). Read one comma-separated piece at
 //! a time, so that a mistake in one argument does not hide the others; every problem is recorded
 //! in the [`Ctxt`] at the token at fault, with what to write instead.
 
-use crate::errors::{Ctxt, did_you_mean, one_of};
-use crate::parse::Role;
+use crate::ctxt::Ctxt;
+use crate::model::{
+    ARG_KEYS, AUGMENTED_PRIMAL, CRATE, DST, FLAGS, FORWARD, IN_IMPL, KIND_SYNONYMS, Kind,
+    MEMORY_KIND_SYNONYMS, MEMORY_KINDS, MemKind, REVERSE, Role, SRC,
+};
+use crate::text::{did_you_mean, one_of};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{Ident, Path};
-
-/// The rule kinds the attribute knows.
-pub const RULE_KINDS: &[&str] = &[
-    COPY,
-    BROADCAST,
-    REDUCE,
-    ALL_GATHER,
-    REDUCE_SCATTER,
-    ALL_REDUCE,
-    SEND,
-    RECV,
-    SEND_RECV,
-];
-/// `#[derivative_rule(copy)]`: `dst ← src`, also between devices (a peer copy).
-pub const COPY: &str = "copy";
-/// `#[derivative_rule(broadcast)]`: NCCL broadcast from `#[root]`.
-pub const BROADCAST: &str = "broadcast";
-/// `#[derivative_rule(reduce)]`: NCCL reduce (sum) to `#[root]`.
-pub const REDUCE: &str = "reduce";
-/// `#[derivative_rule(all_gather)]`: NCCL all-gather.
-pub const ALL_GATHER: &str = "all_gather";
-/// `#[derivative_rule(reduce_scatter)]`: NCCL reduce-scatter (sum).
-pub const REDUCE_SCATTER: &str = "reduce_scatter";
-/// `#[derivative_rule(all_reduce)]`: NCCL all-reduce (sum).
-pub const ALL_REDUCE: &str = "all_reduce";
-/// `#[derivative_rule(send)]`: NCCL send to `#[peer]`.
-pub const SEND: &str = "send";
-/// `#[derivative_rule(recv)]`: NCCL receive from `#[peer]`.
-pub const RECV: &str = "recv";
-/// `#[derivative_rule(send_recv)]`: NCCL send to `#[send_to]` and receive from `#[recv_from]`.
-pub const SEND_RECV: &str = "send_recv";
-/// Future kinds, named so that the error can say they are not available yet.
-pub const PLANNED_KINDS: &[&str] = &["memset", "fill", "copy2d", "copy3d"];
-/// Other names for the kinds, as NCCL, MPI and other libraries spell them, with the advice.
-const KIND_SYNONYMS: &[(&str, &str)] = &[
-    ("bcast", "did you mean `broadcast`?"),
-    ("allgather", "did you mean `all_gather`?"),
-    ("allreduce", "did you mean `all_reduce`?"),
-    ("reducescatter", "did you mean `reduce_scatter`?"),
-    ("receive", "did you mean `recv`?"),
-    ("sendrecv", "did you mean `send_recv`?"),
-    (
-        "peer_copy",
-        "a copy between devices is a `copy` rule: write `#[derivative_rule(copy)]`; its reverse accumulates across devices",
-    ),
-];
-
-/// The NCCL collectives the attribute knows, each with its forward and adjoint (DESIGN §8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Collective {
-    /// `y ← x` of the root.
-    Broadcast,
-    /// `y (root) ← Σ x`.
-    Reduce,
-    /// `y ← [x of every rank]`.
-    AllGather,
-    /// `y ← chunk of Σ x`.
-    ReduceScatter,
-    /// `y ← Σ x`.
-    AllReduce,
-    /// `x` to a peer.
-    Send,
-    /// `y ←` from a peer.
-    Recv,
-    /// both, in one group.
-    SendRecv,
-}
-
-impl Collective {
-    /// The collective a kind names, if it names one.
-    pub fn from_name(name: &str) -> Option<Collective> {
-        Some(match name {
-            BROADCAST => Collective::Broadcast,
-            REDUCE => Collective::Reduce,
-            ALL_GATHER => Collective::AllGather,
-            REDUCE_SCATTER => Collective::ReduceScatter,
-            ALL_REDUCE => Collective::AllReduce,
-            SEND => Collective::Send,
-            RECV => Collective::Recv,
-            SEND_RECV => Collective::SendRecv,
-            _ => return None,
-        })
-    }
-
-    /// The kind as the attribute spells it (and as the runtime's constructor is named).
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::Broadcast => BROADCAST,
-            Collective::Reduce => REDUCE,
-            Collective::AllGather => ALL_GATHER,
-            Collective::ReduceScatter => REDUCE_SCATTER,
-            Collective::AllReduce => ALL_REDUCE,
-            Collective::Send => SEND,
-            Collective::Recv => RECV,
-            Collective::SendRecv => SEND_RECV,
-        }
-    }
-
-    /// Whether the rule has an output buffer (`#[dst]`).
-    pub fn has_dst(self) -> bool {
-        self != Collective::Send
-    }
-
-    /// Whether the rule has an input buffer (`#[src]`).
-    pub fn has_src(self) -> bool {
-        self != Collective::Recv
-    }
-
-    /// The rank roles the rule takes, in the order the runtime's constructor takes them.
-    pub fn ranks(self) -> &'static [Role] {
-        match self {
-            Collective::Broadcast | Collective::Reduce => &[Role::Root],
-            Collective::Send | Collective::Recv => &[Role::Peer],
-            Collective::SendRecv => &[Role::SendTo, Role::RecvFrom],
-            _ => &[],
-        }
-    }
-
-    /// The collective whose derivative rules are this one's adjoint, in words.
-    pub fn adjoint(self) -> &'static str {
-        match self {
-            Collective::Broadcast => "reduce (sum) to the root",
-            Collective::Reduce => "broadcast from the root",
-            Collective::AllGather => "reduce-scatter (sum)",
-            Collective::ReduceScatter => "all-gather",
-            Collective::AllReduce => "all-reduce (sum), its own adjoint",
-            Collective::Send => "receive from the peer, then accumulate",
-            Collective::Recv => "send back to the peer, then zero",
-            Collective::SendRecv => "send_recv with the two peers swapped, then accumulate",
-        }
-    }
-}
-
-/// The collectives whose rules have each rank role, for messages.
-pub fn kinds_with(role: Role) -> Vec<&'static str> {
-    [
-        Collective::Broadcast,
-        Collective::Reduce,
-        Collective::Send,
-        Collective::Recv,
-        Collective::SendRecv,
-    ]
-    .into_iter()
-    .filter(|c| c.ranks().contains(&role))
-    .map(Collective::name)
-    .collect()
-}
-
-/// `crate = path`: where the runtime is, for users who renamed it.
-pub const CRATE: &str = "crate";
-/// `dst = kind`: the memory kind a raw destination pointer points into.
-pub const DST: &str = "dst";
-/// `src = kind`: the memory kind a raw source pointer points into.
-pub const SRC: &str = "src";
-/// `forward = name`: the forward rule's name.
-pub const FORWARD: &str = "forward";
-/// `augmented_primal = name`: the augmented primal's name.
-pub const AUGMENTED_PRIMAL: &str = "augmented_primal";
-/// `reverse = name`: the reverse rule's name.
-pub const REVERSE: &str = "reverse";
-/// Every `key = value` argument.
-pub const ARG_KEYS: &[&str] = &[CRATE, DST, SRC, FORWARD, AUGMENTED_PRIMAL, REVERSE];
-
-/// `host`: pageable host memory.
-pub const HOST: &str = "host";
-/// `pinned`: page-locked host memory.
-pub const PINNED: &str = "pinned";
-/// `device`: device memory.
-pub const DEVICE: &str = "device";
-/// `unified`: unified (managed) memory.
-pub const UNIFIED: &str = "unified";
-/// Memory kinds a raw pointer can declare.
-pub const MEMORY_KINDS: &[&str] = &[HOST, PINNED, DEVICE, UNIFIED];
-/// Other names for the memory kinds, as CUDA and other libraries spell them.
-const MEMORY_KIND_SYNONYMS: &[(&str, &str)] = &[
-    ("cpu", HOST),
-    ("pageable", HOST),
-    ("gpu", DEVICE),
-    ("cuda", DEVICE),
-    ("page_locked", PINNED),
-    ("locked", PINNED),
-    ("managed", UNIFIED),
-    ("shared", UNIFIED),
-];
-
-/// A memory kind named in the attribute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemKind {
-    /// Pageable host memory.
-    Host,
-    /// Pinned host memory.
-    Pinned,
-    /// Device memory.
-    Device,
-    /// Unified memory.
-    Unified,
-}
-
-impl MemKind {
-    fn from_name(name: &str) -> Option<MemKind> {
-        Some(match name {
-            HOST => MemKind::Host,
-            PINNED => MemKind::Pinned,
-            DEVICE => MemKind::Device,
-            UNIFIED => MemKind::Unified,
-            _ => return None,
-        })
-    }
-}
 
 /// A `dst = kind` / `src = kind` argument: the kind (`None` when it was misspelled, already
 /// reported) and the tokens of the value, for errors.
 pub type DeclaredKind = (Option<MemKind>, TokenStream);
 
+/// The rule kind as written: the kind (`None` when unknown, already reported) and its word.
+pub struct KindArg {
+    /// The kind, planned ones included.
+    pub kind: Option<Kind>,
+    /// The word, for errors.
+    pub ident: Ident,
+}
+
 /// The parsed attribute arguments.
 #[derive(Default)]
 pub struct RuleArgs {
     /// The rule kind as written (also when unknown, already reported, so nothing cascades).
-    pub kind: Option<Ident>,
+    pub kind: Option<KindArg>,
+    /// `in_impl`: the rule is an associated function, called as `Self::name`.
+    pub in_impl: bool,
     /// Whether the attribute had no arguments at all (`#[derivative_rule]`).
     pub empty: bool,
     /// `crate = path`.
@@ -281,15 +86,18 @@ fn parse_arg(cx: &Ctxt, args: &mut RuleArgs, tokens: &[TokenTree]) {
             parse_key_value(cx, args, key, &name, &tokens[2..]);
         }
         Some(TokenTree::Group(g)) if g.delimiter() != Delimiter::None => {
-            let msg = if RULE_KINDS.contains(&name.as_str()) {
-                args.kind.get_or_insert_with(|| key.clone());
+            let msg = if let Some(kind) = Kind::from_name(&name) {
+                args.kind.get_or_insert_with(|| KindArg {
+                    kind: Some(kind),
+                    ident: key.clone(),
+                });
                 format!("`{name}` takes no arguments: write `#[derivative_rule({name})]`")
             } else if ARG_KEYS.contains(&name.as_str()) {
                 format!("write `{name} = {}`, not `{name}(...)`", value_hint(&name))
             } else {
                 format!(
                     "expected a rule kind (`copy`) or `key = value`, not `{name}(...)`{}",
-                    did_you_mean(&name, &[RULE_KINDS, ARG_KEYS].concat())
+                    did_you_mean(&name, &[&Kind::supported(), ARG_KEYS].concat())
                 )
             };
             cx.error_spanned_by(tokens_of(tokens), msg);
@@ -305,8 +113,8 @@ fn parse_arg(cx: &Ctxt, args: &mut RuleArgs, tokens: &[TokenTree]) {
                 })
                 .last()
                 .unwrap_or_default();
-            let all = [RULE_KINDS, ARG_KEYS].concat();
-            let hint = if all.contains(&last.as_str()) {
+            let all = [&Kind::supported(), ARG_KEYS].concat();
+            let hint = if all.contains(&last.as_str()) || FLAGS.contains(&last.as_str()) {
                 format!("write `{last}` alone")
             } else {
                 format!("expected {}", one_of(&all))
@@ -332,8 +140,11 @@ fn parse_arg(cx: &Ctxt, args: &mut RuleArgs, tokens: &[TokenTree]) {
     }
 }
 
-/// A bare word: the rule kind (or a key whose value is missing).
+/// A bare word: the rule kind, a flag (or a key whose value is missing). Planned kinds are
+/// read as kinds: refusing them is a check.
 fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
+    let supported = Kind::supported();
+    let kind = Kind::from_name(name);
     if ARG_KEYS.contains(&name) {
         cx.error_spanned_by(
             ident,
@@ -342,36 +153,40 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
                 value_hint(name)
             ),
         );
-    } else if let Some(first) = &args.kind {
-        cx.error_spanned_by(
-            ident,
-            format!("a rule has one kind, and `{first}` was already given; remove this one"),
-        );
-    } else if RULE_KINDS.contains(&name) {
-        args.kind = Some(ident.clone());
-    } else if let Some((_, advice)) = KIND_SYNONYMS.iter().find(|(k, _)| *k == name) {
-        cx.error_spanned_by(ident, format!("unknown rule kind `{name}`: {advice}"));
-        args.kind = Some(ident.clone());
-    } else if PLANNED_KINDS.contains(&name) {
-        cx.error_spanned_by(
-            ident,
-            format!(
-                "the rule kind `{name}` is not supported yet; supported kinds: {}",
-                one_of(RULE_KINDS)
-            ),
-        );
-        args.kind = Some(ident.clone());
-    } else {
-        cx.error_spanned_by(
-            ident,
-            format!(
-                "unknown rule kind `{name}`: supported kinds: {}{}",
-                one_of(RULE_KINDS),
-                did_you_mean(name, RULE_KINDS)
-            ),
-        );
-        args.kind = Some(ident.clone());
+        return;
     }
+    if name == IN_IMPL {
+        if args.in_impl {
+            cx.error_spanned_by(ident, format!("`{name}` is given twice; keep one"));
+        }
+        args.in_impl = true;
+        return;
+    }
+    if let Some(first) = &args.kind {
+        cx.error_spanned_by(
+            ident,
+            format!(
+                "a rule has one kind, and `{}` was already given; remove this one",
+                first.ident
+            ),
+        );
+        return;
+    }
+    if kind.is_none() {
+        let msg = match KIND_SYNONYMS.iter().find(|(k, _)| *k == name) {
+            Some((_, advice)) => format!("unknown rule kind `{name}`: {advice}"),
+            None => format!(
+                "unknown rule kind `{name}`: supported kinds: {}{}",
+                one_of(&supported),
+                did_you_mean(name, &[&supported, FLAGS].concat())
+            ),
+        };
+        cx.error_spanned_by(ident, msg);
+    }
+    args.kind = Some(KindArg {
+        kind,
+        ident: ident.clone(),
+    });
 }
 
 /// What to write after `key =`, for messages.

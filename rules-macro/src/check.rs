@@ -1,17 +1,19 @@
-//! Stage 2: semantic checks. Each `check_*` function enforces one rule of DESIGN §5 and says why;
-//! all of them run, so every problem shows in one compile, each at the token at fault. What the
-//! macro cannot see (does a type implement `ShadowMemory`?) is left to trait bounds placed at the
-//! argument's span by [`crate::expand`].
+//! Stage 2: semantic checks. Each `check_*` function enforces one rule and says why; all of them
+//! run, so every problem shows in one compile, each at the token at fault. The result is one
+//! [`Plan`] for every kind: the checks every rule shares are here, those of each kind in a module
+//! of their own. What the macro cannot see (does a type implement `ShadowMemory`?) is left to
+//! trait bounds placed at the argument's span by [`crate::expand`].
 
 mod buffers;
 mod collective;
+mod copy;
 
-use crate::args::MemKind;
-use crate::errors::Ctxt;
-use crate::parse::{Param, Role, Rule, VARIADIC_MESSAGE};
+use crate::ctxt::Ctxt;
+use crate::model::{CFG, Kind, Role};
+use crate::parse::{Param, Rule, VARIADIC_MESSAGE};
+use crate::plan::Plan;
+use crate::text::{one_of, type_str};
 use crate::types::{find_impl_trait, is_comm_type, is_stream_type, replace_impl_trait, show};
-use buffers::check_buffers;
-pub use collective::{CheckedCollective, check_collective};
 use quote::ToTokens;
 use syn::{GenericArgument, PathArguments, ReturnType, Type};
 
@@ -23,116 +25,73 @@ const NOT_OUTCOMES: &[&str] = &[
 /// Spelling of the unit-result return type, for messages.
 const RESULT: &str = "Result";
 
-/// What the expansion needs, once the checks have passed.
-pub struct Checked {
-    /// Index of the `#[dst]` parameter.
-    pub dst: usize,
-    /// Index of the `#[src]` parameter.
-    pub src: usize,
-    /// Index of the stream parameter, if any.
-    pub stream: Option<usize>,
-    /// Slice or pointer rule.
-    pub shape: Shape,
-    /// Whether the generated rules must be `unsafe fn`.
-    pub unsafety: bool,
-}
-
-/// The two shapes of copy rule.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one value per rule, built once at compile time"
-)]
-pub enum Shape {
-    /// `dst: &mut X`, `src: &Y`: `X` and `Y` are the pointee types.
-    Slice {
-        /// The destination's pointee type.
-        dst: Type,
-        /// The source's pointee type.
-        src: Type,
-    },
-    /// `dst: *mut T`, `src: *const T`, with offsets and a length.
-    Pointer {
-        /// The element type `T`.
-        elem: Type,
-        /// Declared kind of the destination.
-        dst_kind: MemKind,
-        /// Declared kind of the source.
-        src_kind: MemKind,
-        /// Index of `#[len]`.
-        len: usize,
-        /// Index of `#[dst_offset]`, if any.
-        dst_offset: Option<usize>,
-        /// Index of `#[src_offset]`, if any.
-        src_offset: Option<usize>,
-    },
-}
-
-/// Runs every check; returns the plan for expansion when none failed.
-pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Checked> {
-    check_common(cx, rule);
-    let dst = check_one_role(cx, rule, Role::Dst);
-    let src = check_one_role(cx, rule, Role::Src);
-    let stream = check_stream(cx, rule);
-    let shape = match (dst, src) {
-        (Some(dst), Some(src)) => check_buffers(cx, rule, dst, src),
-        _ => None,
-    };
-    if let Some(Shape::Pointer {
-        dst_kind, src_kind, ..
-    }) = &shape
-    {
-        check_device_pointer_stream(cx, rule, *dst_kind, *src_kind, stream);
-    }
-    check_collective_roles_on_copy(cx, rule);
-    if cx.has_errors() {
-        return None;
-    }
-    let shape = shape?;
-    let unsafety = matches!(rule.func.sig.safety, syn::Safety::Unsafe(_))
-        || matches!(shape, Shape::Pointer { .. });
-    Some(Checked {
-        dst: dst?,
-        src: src?,
-        stream,
-        shape,
-        unsafety,
-    })
-}
-
-/// The checks every rule kind shares: a kind, and a function the generated rules can call.
-fn check_common(cx: &Ctxt, rule: &Rule) {
+/// Runs every check; returns the plan when none failed. A kind's own checks run once the kind
+/// is known; an unknown kind (already reported) gets the shared checks only, so its rule's other
+/// problems still show without guessing which kind was meant.
+pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     check_rule_kind(cx, rule);
     check_async(cx, rule);
     check_variadic(cx, rule);
     check_receiver(cx, rule);
     check_impl_trait(cx, rule);
     check_return_type(cx, rule);
+    check_configured_roles(cx, rule);
+    let plan = match rule.kind()? {
+        Kind::Copy => copy::check_copy(cx, rule),
+        kind if kind.is_collective() => collective::check_collective(cx, rule, kind),
+        kind => {
+            check_planned_kind(cx, rule, kind);
+            None
+        }
+    };
+    if cx.has_errors() { None } else { plan }
 }
 
-/// The communicator and the ranks belong to collective rules; on a copy they would be silently
-/// passed through, and the user would believe the copy is a collective.
-fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
+/// Region rules (`memset`, `fill`, `copy2d`, `copy3d`) are named so that a user who tries one
+/// learns it is coming, rather than that the word is unknown; until their semantics exist in the
+/// runtime, generating rules for them would promise derivatives nobody implements.
+fn check_planned_kind(cx: &Ctxt, rule: &Rule, kind: Kind) {
+    let at = rule.args.kind.as_ref().map(|k| &k.ident);
+    cx.error_spanned_by(
+        at,
+        format!(
+            "the rule kind `{}` is not supported yet; supported kinds: {}",
+            kind.name(),
+            one_of(&Kind::supported())
+        ),
+    );
+}
+
+/// The generated rules hand a role's parameter to the runtime in every configuration; a role on
+/// a parameter that `#[cfg]` may remove would leave the rule without its buffer, length or
+/// stream. Other parameters may be configured out: the generated rules repeat their `#[cfg]`.
+fn check_configured_roles(cx: &Ctxt, rule: &Rule) {
     for p in &rule.params {
-        let Some(mark) = &p.role else { continue };
-        let kinds = match mark.role {
-            Role::Comm => "`broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send`, `recv`, `send_recv`".to_string(),
-            Role::Root | Role::Peer | Role::SendTo | Role::RecvFrom => {
-                crate::errors::one_of(&crate::args::kinds_with(mark.role))
-            }
-            _ => continue,
-        };
-        cx.error_spanned_by(
-            &mark.attr,
-            format!(
-                "`{}` belongs to collective rules ({kinds}); a copy has no {}: remove it, or make the rule a collective",
-                mark.role.attr(),
-                mark.role.noun(),
-            ),
-        );
+        if let (Some(mark), Some(cfg)) = (&p.role, p.cfg.first()) {
+            cx.error_spanned_by(
+                cfg,
+                format!(
+                    "`{}` cannot be configured out: a rule needs its {} in every configuration; put the `#[{CFG}]` on the whole function instead",
+                    mark.role.attr(),
+                    mark.role.noun()
+                ),
+            );
+        }
     }
 }
 
-/// A rule needs a kind: it says which semantics (DESIGN §3) the generated rules implement.
+/// The parameters that could be found by their type (a stream, a communicator): unmarked, and
+/// present in every configuration.
+fn unmarked(rule: &Rule, by_type: fn(&Type) -> bool) -> Vec<usize> {
+    (0..rule.params.len())
+        .filter(|&i| {
+            let p = &rule.params[i];
+            p.role.is_none() && p.cfg.is_empty() && !p.receiver && by_type(&p.ty)
+        })
+        .collect()
+}
+
+/// A rule needs a kind: it says which semantics the generated rules implement.
 fn check_rule_kind(cx: &Ctxt, rule: &Rule) {
     if rule.args.kind.is_none() {
         let msg = if rule.args.empty {
@@ -163,8 +122,9 @@ fn check_variadic(cx: &Ctxt, rule: &Rule) {
     }
 }
 
-/// The generated rules are free functions next to the primal and call it by name, so the primal
-/// cannot be a method; and a role belongs on a buffer parameter, never on `self`.
+/// The generated rules are functions next to the primal that call it with the buffers (by name,
+/// or as `Self::name` with `in_impl`), so the primal cannot be a method; and a role belongs on a
+/// buffer parameter, never on `self`.
 fn check_receiver(cx: &Ctxt, rule: &Rule) {
     for p in rule.params.iter().filter(|p| p.receiver) {
         match &p.role {
@@ -195,7 +155,7 @@ fn check_impl_trait(cx: &Ctxt, rule: &Rule) {
                 format!(
                     "`impl Trait` cannot be used in a rule's parameters: declare a generic parameter instead, e.g. `fn {}<B: {}>(..., {}: {})`",
                     rule.func.sig.ident,
-                    crate::errors::type_str(&bounds),
+                    type_str(&bounds),
                     p.name,
                     show(&replace_impl_trait(&p.ty)),
                 ),
@@ -247,7 +207,7 @@ fn check_return_type(cx: &Ctxt, rule: &Rule) {
 
 /// Exactly one `#[dst]` and one `#[src]`: a copy rule moves one buffer into one other. When the
 /// role is missing and exactly one parameter could take it, the error points at that parameter.
-fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
+pub(crate) fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
     let found: Vec<usize> = rule
         .with_role(wanted)
         .into_iter()
@@ -265,7 +225,8 @@ fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
             ),
         );
     }
-    if found.is_empty() && !rule.dropped_roles.contains(&wanted) {
+    // A method is refused as a whole: that it has no buffer is the same problem again.
+    if found.is_empty() && !rule.dropped_roles.contains(&wanted) && !rule.has_receiver() {
         let candidates: Vec<&Param> = rule
             .params
             .iter()
@@ -289,7 +250,10 @@ fn check_one_role(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
                     a = wanted.attr(),
                     noun = wanted.noun(),
                     n = if wanted == Role::Dst { "dst" } else { "src" },
-                    t = match (wanted == Role::Dst, rule.collective().is_some()) {
+                    t = match (
+                        wanted == Role::Dst,
+                        rule.kind().is_some_and(Kind::is_collective)
+                    ) {
                         (true, false) => "&mut [f32]",
                         (false, false) => "&[f32]",
                         (true, true) => "&mut CudaSlice<f32>",
@@ -312,47 +276,5 @@ fn fits_role(ty: &Type, role: Role) -> bool {
         (Type::Ptr(p), Role::Dst) => matches!(p.mutability, syn::PointerMutability::Mut(_)),
         (Type::Ptr(p), Role::Src) => matches!(p.mutability, syn::PointerMutability::Const(_)),
         _ => false,
-    }
-}
-
-/// The stream orders the shadow work after the primal copy (DESIGN §4): one stream, named by
-/// `#[stream]` or found by its type (`CudaStream`, `Arc<CudaStream>`, or references to them).
-fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
-    let marked = rule.with_role(Role::Stream);
-    for &i in marked.iter().skip(1) {
-        cx.error_spanned_by(
-            rule.params[i].role_tokens(),
-            "`#[stream]` is given twice: a copy runs on one stream; keep the mark on that one",
-        );
-    }
-    if let Some(&i) = marked.first() {
-        return Some(i);
-    }
-    let by_type: Vec<usize> = (0..rule.params.len())
-        .filter(|&i| rule.params[i].role.is_none() && is_stream_type(&rule.params[i].ty))
-        .collect();
-    if by_type.len() > 1 {
-        cx.error_spanned_by(
-            &rule.params[by_type[1]].tokens,
-            "several parameters are CUDA streams: mark the one the copy runs on with `#[stream]`",
-        );
-    }
-    by_type.first().copied()
-}
-
-/// Device work must be ordered after the primal copy on its stream: a device pointer rule with no
-/// stream could only guess one, and DESIGN §4 forbids guessing.
-fn check_device_pointer_stream(
-    cx: &Ctxt,
-    rule: &Rule,
-    dst: MemKind,
-    src: MemKind,
-    stream: Option<usize>,
-) {
-    if stream.is_none() && (dst == MemKind::Device || src == MemKind::Device) {
-        cx.error_spanned_by(
-            &rule.func.sig.ident,
-            "a copy involving device memory needs the stream it runs on: add a `&CudaStream` parameter (or mark one with `#[stream]`)",
-        );
     }
 }

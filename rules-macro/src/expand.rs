@@ -1,74 +1,72 @@
-//! Stage 3: code generation. Emits the user's function unchanged (role attributes stripped) and,
-//! next to it, the forward rule and the augmented-primal + reverse pair, each a thin call into the
-//! runtime's rule bodies (`rules_runtime::rules`). Every runtime item is named through
-//! `<crate>::__private`, every std item through `::core`, so user modules cannot capture them.
+//! Stage 3: the pipeline and the code generation. The user's function is emitted unchanged (role
+//! attributes stripped) and, next to it, the forward rule and the augmented-primal + reverse
+//! pair: three thin functions, each one call into the runtime's rule bodies. Every runtime item
+//! is named through `<crate>::__private`, every std item through `::core`, so user modules cannot
+//! capture them.
 //!
-//! What the macro cannot see becomes a `where` bound written at the user's own tokens (a buffer
-//! type that may not implement `ShadowMemory`, an element that may not be `Differentiable`, a
-//! stream, a return type), so rustc reports it there, worded by the trait's `on_unimplemented`.
-//! The same bounds let the bodies type-check, so a failed bound is one error, not a cascade.
+//! One generator serves every kind: names, signatures, the primal's call, the ordering (a stream
+//! or a communicator) and the docs come from the [`Plan`]; only the bodies and the bounds they
+//! need depend on the kind ([`bodies`]). What the macro cannot see becomes a `where` bound
+//! written at the user's own tokens, so rustc reports it there, worded by the trait's
+//! `on_unimplemented`; the same bounds let the bodies type-check, so a failed bound is one error,
+//! not a cascade.
 
-mod collective;
+mod bodies;
+mod tokens;
 
-use crate::args::{MemKind, parse_args};
-use crate::check::{Checked, Shape, check, check_collective};
+use crate::args::parse_args;
+use crate::check::check;
+use crate::ctxt::Ctxt;
 use crate::docs::Docs;
-use crate::errors::Ctxt;
+use crate::fallback;
+use crate::model::{DEFAULT_CRATE, Kind};
 use crate::parse::{Item, Rule, parse_fn};
-use crate::types::{host_container_elem, known_elem, name_lifetimes};
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use crate::plan::{Order, Plan};
+use crate::types::{name_lifetimes, same_but_lifetimes};
+use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
-use syn::{Ident, Lifetime, ReturnType, Type};
+use syn::{GenericParam, Ident, Lifetime, ReturnType, Type};
+use tokens::{bound_at, first_span, has_named_lifetime, respan, with_lifetimes_of};
 
-/// The whole macro: parse → check → expand. On error, the user's function is still emitted (so
-/// the rest of the crate keeps compiling and editors keep working), with harmless stubs of the
-/// three generated functions, so that their callers see the rule's error and nothing else.
+/// The whole macro: parse → check → generate, or the fallback with the errors.
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let args = parse_args(&cx, attr);
     let rule = match parse_fn(&cx, args, item) {
         Item::Rule(rule) => *rule,
         Item::Other(tokens) => {
-            let errors = cx.into_compile_errors();
+            let errors = cx.take();
             return quote!(#tokens #errors);
         }
     };
+    let plan = check(&cx, &rule);
+    let errors = cx.take();
     let func = &rule.func;
-    if let Some(kind) = rule.collective() {
-        return match check_collective(&cx, &rule, kind) {
-            Some(c) if !cx.has_errors() => {
-                let rules = collective::expand(&rule, &c);
-                quote!(#func #rules)
-            }
-            _ => {
-                let stubs = stubs(&rule);
-                let errors = cx.into_compile_errors();
-                quote!(#func #stubs #errors)
-            }
-        };
-    }
-    let checked = check(&cx, &rule);
-    match checked {
-        Some(c) if !cx.has_errors() => {
-            let rules = expand_rules(&rule, &c);
+    match plan {
+        Some(plan) if errors.is_empty() => {
+            let rules = Generator::new(&rule, &plan).generate();
             quote!(#func #rules)
         }
         _ => {
-            let stubs = stubs(&rule);
-            let errors = cx.into_compile_errors();
+            let stubs = fallback::stubs(&rule);
             quote!(#func #stubs #errors)
         }
     }
 }
 
-struct Names {
-    forward: Ident,
-    augmented: Ident,
-    reverse: Ident,
+/// The names of the three generated functions.
+pub struct Names {
+    /// The forward rule.
+    pub forward: Ident,
+    /// The augmented primal.
+    pub augmented: Ident,
+    /// The reverse rule.
+    pub reverse: Ident,
 }
 
 impl Names {
-    fn new(rule: &Rule) -> Self {
+    /// `<name>_forward` and the like, or the names the attribute gives.
+    pub fn new(rule: &Rule) -> Self {
         let name = &rule.func.sig.ident;
         let or = |given: &Option<Ident>, suffix: &str| {
             given
@@ -84,17 +82,27 @@ impl Names {
 }
 
 /// `<crate>::__private`.
-fn private_path(rule: &Rule) -> TokenStream {
-    let krate = rule
-        .args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::rules_runtime));
-    quote!(#krate::__private)
+pub fn private_path(rule: &Rule) -> TokenStream {
+    match &rule.args.krate {
+        Some(krate) => quote!(#krate::__private),
+        None => {
+            let krate = Ident::new(DEFAULT_CRATE, Span::call_site());
+            quote!(::#krate::__private)
+        }
+    }
+}
+
+/// The tape the augmented primal of a rule of this kind returns.
+pub fn tape_type(kind: Option<Kind>, p: &TokenStream) -> TokenStream {
+    if kind.is_some_and(Kind::is_collective) {
+        quote!(#p::CollectiveTape)
+    } else {
+        quote!(#p::CopyTape)
+    }
 }
 
 /// Lints the generated items must not trigger in the user's crate, whatever it denies.
-fn allowances() -> TokenStream {
+pub fn allowances() -> TokenStream {
     quote! {
         #[allow(
             unused_variables,
@@ -110,183 +118,79 @@ fn allowances() -> TokenStream {
     }
 }
 
-/// Stand-ins for the three generated functions when the rule has an error: any arguments, the
-/// right result types, never run (the crate does not compile). Not emitted for methods, whose
-/// generated functions could not be placed anyway.
-fn stubs(rule: &Rule) -> TokenStream {
-    if rule.params.iter().any(|p| p.receiver) {
-        return TokenStream::new();
-    }
-    let p = private_path(rule);
-    let names = Names::new(rule);
-    let vis = &rule.func.vis;
-    let allow = allowances();
-    let tys: Vec<Ident> = (0..rule.params.len())
-        .map(|i| format_ident!("__A{}", i))
-        .collect();
-    let tape_ty = if rule.collective().is_some() {
-        quote!(#p::CollectiveTape)
-    } else {
-        quote!(#p::CopyTape)
-    };
-    let stub = |name: &Ident, ok: TokenStream, tape: bool| {
-        let tape = tape.then(|| quote!(_: #tape_ty,));
-        quote! {
-            #[doc(hidden)]
-            #allow
-            #[allow(missing_docs, dead_code, clippy::unimplemented)]
-            #vis fn #name<#(#tys),*>(#tape #(_: #tys),*) -> ::core::result::Result<#ok, #p::Error> {
-                ::core::unimplemented!("the rule has a compile error")
-            }
-        }
-    };
-    let Names {
-        forward,
-        augmented,
-        reverse,
-    } = &names;
-    let f = stub(forward, quote!(()), false);
-    let a = stub(augmented, tape_ty.clone(), false);
-    let r = stub(reverse, quote!(()), true);
-    quote!(#f #a #r)
-}
-
-/// Every token of `tokens`, at `span`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|tt| match tt {
-            TokenTree::Group(g) => {
-                let mut out = Group::new(g.delimiter(), respan(g.stream(), span));
-                out.set_span(span);
-                TokenTree::Group(out)
-            }
-            mut other => {
-                other.set_span(span);
-                other
-            }
-        })
-        .collect()
-}
-
-/// The span of the first token of `tokens`.
-fn first_span<T: ToTokens>(tokens: &T) -> Span {
-    tokens
-        .to_token_stream()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |t| t.span())
-}
-
-/// `ty: bound,` written at `ty`: rustc reports a failure of the bound at the type the user wrote.
-fn bound_at(ty: &Type, bound: &TokenStream) -> TokenStream {
-    let last = ty
-        .to_token_stream()
-        .into_iter()
-        .last()
-        .map_or_else(Span::call_site, |t| t.span());
-    let bound = respan(quote!(: #bound,), last);
-    quote!(#ty #bound)
-}
-
-/// The bounds that make a slice rule's buffers usable: `ShadowMemory` for opaque buffer types,
-/// `Differentiable` for elements the macro could not name, and equal elements (unless the macro
-/// could compare them itself).
-fn buffer_bounds(p: &TokenStream, dst: &Type, src: &Type) -> TokenStream {
-    let mut out = TokenStream::new();
-    for x in [dst, src] {
-        match host_container_elem(x) {
-            Some(e) if known_elem(e) => {}
-            Some(e) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
-            None => out.extend(bound_at(x, &quote!(#p::ShadowMemory))),
-        }
-    }
-    let same =
-        |a: &Type, b: &Type| a.to_token_stream().to_string() == b.to_token_stream().to_string();
-    let (de, se) = (host_container_elem(dst), host_container_elem(src));
-    let compare = match (de, se) {
-        (Some(d), Some(s)) => (!known_elem(d) || !known_elem(s)) && !same(d, s),
-        _ => !same(dst, src),
-    };
-    if compare {
-        // The destination's element, named without a projection onto the source's own type,
-        // which the trait solver could not resolve.
-        let target = de.map_or_else(|| quote!(<#dst as #p::ShadowRead>::Elem), |d| quote!(#d));
-        out.extend(bound_at(src, &quote!(#p::ShadowMemory<Elem = #target>)));
-    }
-    out
-}
-
 /// The reverse rule's tape parameter, as its documentation names it.
 const TAPE: &str = "tape";
 
-/// What each generated function needs besides its signature.
-struct Bodies {
+/// What the bodies of one kind contribute: their bounds and the three calls.
+pub struct Bodies {
     /// `where` predicates on `__Dst`, `__Src` and the buffer types.
-    bounds: TokenStream,
-    forward: TokenStream,
-    augmented: TokenStream,
-    reverse: TokenStream,
+    pub bounds: TokenStream,
+    /// The forward rule's body.
+    pub forward: TokenStream,
+    /// The augmented primal's body.
+    pub augmented: TokenStream,
+    /// The reverse rule's body.
+    pub reverse: TokenStream,
 }
 
 /// The code generation of one checked rule.
-struct Generator<'a> {
-    rule: &'a Rule,
-    checked: &'a Checked,
+pub struct Generator<'a> {
+    /// The rule.
+    pub rule: &'a Rule,
+    /// Its plan.
+    pub plan: &'a Plan,
     /// `<crate>::__private`.
-    private: TokenStream,
+    pub p: TokenStream,
     /// The reverse rule's tape parameter (renamed if the primal has a `tape`).
-    tape: Ident,
+    pub tape: Ident,
     /// Lifetimes given to elided ones, to be declared on the generated functions.
     fresh: Vec<Lifetime>,
+    /// What the rules take activities of, lifetimes named: the output's.
+    pub dst_ty: Option<Type>,
+    /// The input's.
+    pub src_ty: Option<Type>,
 }
 
-fn expand_rules(rule: &Rule, checked: &Checked) -> TokenStream {
-    let tape = if rule.params.iter().any(|p| p.name == TAPE) {
-        format_ident!("__{}", TAPE)
-    } else {
-        format_ident!("{}", TAPE)
-    };
-    Generator {
-        rule,
-        checked,
-        private: private_path(rule),
-        tape,
-        fresh: Vec::new(),
-    }
-    .generate()
-}
-
-impl Generator<'_> {
-    fn generate(mut self) -> TokenStream {
-        let private = self.private.clone();
-        let outcome = self.outcome_bound();
-        let (on, stream_bound) = self.stream();
-        let call = self.primal_call();
-        let bodies = match &self.checked.shape {
-            Shape::Slice { dst, src } => self.slice(dst, src, &on, &call),
-            Shape::Pointer { elem, .. } => self.pointer(elem, &on, &call),
+impl<'a> Generator<'a> {
+    fn new(rule: &'a Rule, plan: &'a Plan) -> Self {
+        let tape = if rule.params.iter().any(|p| p.name == TAPE) {
+            format_ident!("__{}", TAPE)
+        } else {
+            format_ident!("{}", TAPE)
         };
-        let params = self.params();
+        let mut g = Generator {
+            rule,
+            plan,
+            p: private_path(rule),
+            tape,
+            fresh: Vec::new(),
+            dst_ty: None,
+            src_ty: None,
+        };
+        (g.dst_ty, g.src_ty) = g.buffer_types();
+        g
+    }
+
+    fn generate(mut self) -> TokenStream {
+        let (order, order_bounds) = self.order();
+        let outcome = self.outcome_bound();
+        let call = self.primal();
+        let bodies = bodies::bodies(&self, &order, &call);
         let rule = self.rule;
-        let name = &rule.func.sig.ident;
+        let p = &self.p;
+        let params = self.params();
         let vis = &rule.func.vis;
-        let unsafety = self.checked.unsafety.then(|| quote!(unsafe));
+        let unsafety = self.plan.unsafety.then(|| quote!(unsafe));
         let generics = self.generics();
         let (impl_generics, _, _) = generics.split_for_impl();
         let user_where = generics.where_clause.as_ref().map(|w| {
             let preds = w.predicates.iter();
             quote!(#(#preds,)*)
         });
-        let Bodies {
-            bounds,
-            forward: fwd_body,
-            augmented: aug_body,
-            reverse: rev_body,
-        } = bodies;
-        let where_clause = quote!(where #user_where #bounds #outcome #stream_bound);
+        let bounds = &bodies.bounds;
+        let where_clause = quote!(where #user_where #bounds #order_bounds #outcome);
         let names = Names::new(rule);
-        let docs = Docs::new(&name.to_string(), self.checked);
+        let docs = Docs::new(self.primal_path_text(), self.plan);
         let (fwd_doc, aug_doc, rev_doc) = (
             docs.forward(),
             docs.augmented(&names.reverse),
@@ -300,25 +204,56 @@ impl Generator<'_> {
         let allow = allowances();
         let result = quote!(::core::result::Result);
         let tape = &self.tape;
+        let tape_ty = tape_type(Some(self.plan.kind), p);
+        let Bodies {
+            forward: fwd_body,
+            augmented: aug_body,
+            reverse: rev_body,
+            ..
+        } = &bodies;
         quote! {
             #[doc = #fwd_doc]
             #allow
-            #vis #unsafety fn #forward #impl_generics (#(#params),*) -> #result<(), #private::Error> #where_clause {
+            #vis #unsafety fn #forward #impl_generics (#(#params),*) -> #result<(), #p::Error> #where_clause {
                 #fwd_body
             }
 
             #[doc = #aug_doc]
             #allow
-            #vis #unsafety fn #augmented #impl_generics (#(#params),*) -> #result<#private::CopyTape, #private::Error> #where_clause {
+            #vis #unsafety fn #augmented #impl_generics (#(#params),*) -> #result<#tape_ty, #p::Error> #where_clause {
                 #aug_body
             }
 
             #[doc = #rev_doc]
             #allow
-            #vis #unsafety fn #reverse #impl_generics (#tape: #private::CopyTape, #(#params),*) -> #result<(), #private::Error> #where_clause {
+            #vis #unsafety fn #reverse #impl_generics (#tape: #tape_ty, #(#params),*) -> #result<(), #p::Error> #where_clause {
                 #rev_body
             }
         }
+    }
+
+    /// The types the rules take activities of, with their elided lifetimes named. Two types that
+    /// differ only in their lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) get
+    /// the same names: two `where` bounds on one type under two lifetimes would leave the trait
+    /// solver two candidates for every use of it, which it cannot choose between.
+    fn buffer_types(&mut self) -> (Option<Type>, Option<Type>) {
+        let dst = self.plan.dst.as_ref().map(|b| self.named(&b.ty));
+        let src = self.plan.src.as_ref().map(|b| match &dst {
+            Some(d) if same_but_lifetimes(d, &b.ty) => {
+                let mut y = b.ty.clone();
+                name_lifetimes(&mut y, &mut self.fresh.clone());
+                with_lifetimes_of(&y, d)
+            }
+            _ => self.named(&b.ty),
+        });
+        (dst, src)
+    }
+
+    /// `ty` with its elided lifetimes named, so that it can be written in `where` bounds.
+    fn named(&mut self, ty: &Type) -> Type {
+        let mut ty = ty.clone();
+        name_lifetimes(&mut ty, &mut self.fresh);
+        ty
     }
 
     /// The user's generics, the lifetimes named for elided ones, then `__Dst` and `__Src`.
@@ -326,42 +261,36 @@ impl Generator<'_> {
         let mut generics = self.rule.func.sig.generics.clone();
         for l in self.fresh.iter().rev() {
             let param = syn::LifetimeParam::new(l.clone());
-            generics
-                .params
-                .insert(0, syn::GenericParam::Lifetime(param));
+            generics.params.insert(0, GenericParam::Lifetime(param));
         }
-        generics.params.push(syn::parse_quote!(__Dst));
-        generics.params.push(syn::parse_quote!(__Src));
+        if self.plan.dst.is_some() {
+            generics.params.push(syn::parse_quote!(__Dst));
+        }
+        if self.plan.src.is_some() {
+            generics.params.push(syn::parse_quote!(__Src));
+        }
         generics
     }
 
-    /// Parameters of the generated rules: buffers become activities, the rest pass through.
+    /// Parameters of the generated rules: buffers become activities, the rest pass through,
+    /// each with its `#[cfg]`.
     fn params(&self) -> Vec<TokenStream> {
-        let c = self.checked;
+        let [dst, src] = self.plan.buffer_params();
         let rule = self.rule;
         (0..rule.params.len())
             .map(|i| {
-                let n = &rule.params[i].name;
-                if i == c.dst {
+                let prm = &rule.params[i];
+                let (n, cfg) = (&prm.name, &prm.cfg);
+                if Some(i) == dst {
                     quote!(#n: __Dst)
-                } else if i == c.src {
+                } else if Some(i) == src {
                     quote!(#n: __Src)
                 } else {
-                    let ty = &rule.params[i].ty;
-                    quote!(#n: #ty)
+                    let ty = &prm.ty;
+                    quote!(#(#cfg)* #n: #ty)
                 }
             })
             .collect()
-    }
-
-    /// The call of the primal inside the closure the runtime runs; see [`primal_call`].
-    fn primal_call(&self) -> TokenStream {
-        primal_call(
-            &self.private,
-            self.rule,
-            Some(self.checked.dst),
-            Some(self.checked.src),
-        )
     }
 
     /// `R: PrimalOutcome` at the return type the user wrote, if any.
@@ -369,161 +298,162 @@ impl Generator<'_> {
         let ReturnType::Type(_, ty) = &self.rule.func.sig.output else {
             return TokenStream::new();
         };
-        let mut ty = (**ty).clone();
-        name_lifetimes(&mut ty, &mut self.fresh);
-        let private = &self.private;
-        bound_at(&ty, &quote!(#private::PrimalOutcome))
+        let ty = self.named(ty);
+        let p = &self.p;
+        bound_at(&ty, &quote!(#p::PrimalOutcome))
     }
 
-    /// Where the shadow work is ordered (`On::stream(s)` or `On::Host`), and the `AsStream` bound
-    /// at the stream parameter's type.
-    fn stream(&mut self) -> (TokenStream, TokenStream) {
-        let private = self.private.clone();
-        let Some(i) = self.checked.stream else {
-            return (quote!(#private::On::Host), TokenStream::new());
-        };
-        let s = &self.rule.params[i].name;
-        let (mut ty, arg) = if let Type::Reference(r) = &self.rule.params[i].ty {
-            ((*r.elem).clone(), quote!(#s))
-        } else {
-            (self.rule.params[i].ty.clone(), quote!(&#s))
-        };
-        name_lifetimes(&mut ty, &mut self.fresh);
-        (
-            quote!(#private::On::stream(#arg)),
-            bound_at(&ty, &quote!(#private::AsStream)),
-        )
-    }
-
-    /// A slice rule: `dst: &mut X ← src: &Y`.
-    fn slice(&mut self, dst: &Type, src: &Type, on: &TokenStream, call: &TokenStream) -> Bodies {
-        let (mut dst, mut src) = (dst.clone(), src.clone());
-        name_lifetimes(&mut dst, &mut self.fresh);
-        name_lifetimes(&mut src, &mut self.fresh);
-        let (p, tape) = (&self.private, &self.tape);
-        let (d, s) = self.buffer_names();
-        let buffers = buffer_bounds(p, &dst, &src);
-        let closure = quote!(|__d: &mut #dst, __s: &#src| #call);
-        Bodies {
-            bounds: quote! {
-                __Dst: #p::DstArg<#dst>,
-                __Src: #p::SrcArg<#src>,
-                <__Dst as #p::Activity>::Width: #p::SameWidth<<__Src as #p::Activity>::Width>,
-                #buffers
-            },
-            forward: quote!(#p::copy_forward(#on, #d, #s, #closure)),
-            augmented: quote!(#p::copy_augmented_primal(#d, #s, #closure)),
-            reverse: quote!(#p::copy_reverse(#on, #tape, #d, #s)),
+    /// What orders the shadow work (`On::stream(s)`, `On::Host`, or the collective on its
+    /// communicator), and the bounds at the types of the parameters it takes.
+    fn order(&mut self) -> (TokenStream, TokenStream) {
+        let p = self.p.clone();
+        match &self.plan.order {
+            Order::Stream(None) => (quote!(#p::On::Host), TokenStream::new()),
+            Order::Stream(Some(i)) => {
+                let (arg, bound) = self.by_ref(*i, &quote!(#p::AsStream));
+                (quote!(#p::On::stream(#arg)), bound)
+            }
+            Order::Comm { comm, ranks } => {
+                let (comm, mut bounds) = self.by_ref(*comm, &quote!(#p::AsComm));
+                let mut args = Vec::new();
+                for &i in ranks {
+                    let (arg, bound) = self.by_ref(i, &quote!(#p::RankArg));
+                    args.push(arg);
+                    bounds.extend(bound);
+                }
+                let kind = format_ident!("{}", self.plan.kind.name());
+                (quote!(#p::Collective::#kind(#comm #(, #args)*)), bounds)
+            }
         }
     }
 
-    /// A pointer rule: `dst: *mut T ← src: *const T`, with a length and offsets.
-    fn pointer(&mut self, elem: &Type, on: &TokenStream, call: &TokenStream) -> Bodies {
-        let mut elem = elem.clone();
-        name_lifetimes(&mut elem, &mut self.fresh);
-        let (p, tape) = (&self.private, &self.tape);
-        let (d, s) = self.buffer_names();
-        let elem_bound = if known_elem(&elem) {
-            TokenStream::new()
-        } else {
-            bound_at(&elem, &quote!(#p::Differentiable))
-        };
-        let shape = self.ptr_copy();
-        let closure = quote!(|__d: *mut #elem, __s: *const #elem| #call);
-        Bodies {
-            bounds: quote! {
-                __Dst: #p::DstPtr<#elem>,
-                __Src: #p::SrcPtr<#elem>,
-                <__Dst as #p::Activity>::Width: #p::SameWidth<<__Src as #p::Activity>::Width>,
-                #elem_bound
-            },
-            forward: quote!(unsafe { #p::ptr_copy_forward(#on, #shape, #d, #s, #closure) }),
-            augmented: quote!(unsafe { #p::ptr_copy_augmented_primal(#shape, #d, #s, #closure) }),
-            reverse: quote!(unsafe { #p::ptr_copy_reverse(#on, #shape, #tape, #d, #s) }),
-        }
-    }
-
-    /// The names of the `dst` and `src` parameters.
-    fn buffer_names(&self) -> (&Ident, &Ident) {
-        let params = &self.rule.params;
-        (
-            &params[self.checked.dst].name,
-            &params[self.checked.src].name,
-        )
-    }
-
-    /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.
-    fn ptr_copy(&self) -> TokenStream {
-        let Shape::Pointer {
-            dst_kind,
-            src_kind,
-            len,
-            dst_offset,
-            src_offset,
-            ..
-        } = &self.checked.shape
-        else {
-            return TokenStream::new();
-        };
-        let p = &self.private;
-        let kind = |k: &MemKind| match k {
-            MemKind::Host => quote!(#p::MemoryKind::Host),
-            MemKind::Pinned => quote!(#p::MemoryKind::Pinned),
-            MemKind::Device => quote!(#p::MemoryKind::Device),
-            MemKind::Unified => quote!(#p::MemoryKind::Unified),
-        };
-        let extent = |i: Option<usize>| {
-            i.map_or_else(
-                || quote!(0usize),
-                |i| {
-                    let n = &self.rule.params[i].name;
-                    quote!(#n)
-                },
-            )
-        };
-        let (dk, sk) = (kind(dst_kind), kind(src_kind));
-        let (doff, soff) = (extent(*dst_offset), extent(*src_offset));
-        let n = &self.rule.params[*len].name;
-        quote! {
-            #p::PtrCopy { dst_kind: #dk, src_kind: #sk, dst_offset: #doff, src_offset: #soff, n: #n }
-        }
-    }
-}
-
-/// The call of the primal inside the closure the runtime runs (once per lane for copies). The
-/// buffers are the closure's `__d` and `__s`. Pass-through arguments: references are reborrowed,
-/// by-value ones copied (they must be `Copy`, checked at their type; borrowing them keeps a
-/// non-`Copy` one from a second error about moving out).
-fn primal_call(
-    private: &TokenStream,
-    rule: &Rule,
-    dst: Option<usize>,
-    src: Option<usize>,
-) -> TokenStream {
-    let args = rule.params.iter().enumerate().map(|(i, prm)| {
+    /// Parameter `i` as a reference for the runtime, and `bound` at the type it refers to: a
+    /// reference parameter is passed as it is (bound on its referent), any other by `&`.
+    fn by_ref(&mut self, i: usize, bound: &TokenStream) -> (TokenStream, TokenStream) {
+        let prm = &self.rule.params[i];
         let n = &prm.name;
-        if Some(i) == dst {
-            return quote!(__d);
+        let (ty, arg) = match &prm.ty {
+            Type::Reference(r) => ((*r.elem).clone(), quote!(#n)),
+            other => (other.clone(), quote!(&#n)),
+        };
+        let ty = self.named(&ty);
+        (arg, bound_at(&ty, bound))
+    }
+
+    /// The primal as the runtime calls it, with the buffers as arguments: the function itself
+    /// when it takes exactly the buffers, in the runtime's order, and is safe (no closure to
+    /// type-check); otherwise a closure that passes the other arguments through.
+    fn primal(&self) -> TokenStream {
+        let rule = self.rule;
+        let path = self.primal_path();
+        let [dst, src] = self.plan.buffer_params();
+        let buffers: Vec<usize> = [dst, src].into_iter().flatten().collect();
+        let sig = &rule.func.sig;
+        let direct = !rule.is_unsafe()
+            && (0..rule.params.len()).eq(buffers.iter().copied())
+            && !sig
+                .generics
+                .params
+                .iter()
+                .any(|g| matches!(g, GenericParam::Lifetime(_)))
+            && !has_named_lifetime(sig.inputs.to_token_stream())
+            && !has_named_lifetime(sig.output.to_token_stream());
+        if direct {
+            let args: Vec<TokenStream> = sig
+                .generics
+                .params
+                .iter()
+                .filter_map(|g| match g {
+                    GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+                    GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+                    GenericParam::Lifetime(_) => None,
+                })
+                .collect();
+            return if args.is_empty() {
+                path
+            } else {
+                quote!(#path::<#(#args),*>)
+            };
         }
-        if Some(i) == src {
-            return quote!(__s);
-        }
+        let args = rule.params.iter().enumerate().map(|(i, prm)| {
+            let cfg = &prm.cfg;
+            let arg = if Some(i) == dst {
+                quote!(__d)
+            } else if Some(i) == src {
+                quote!(__s)
+            } else {
+                self.pass_through(i)
+            };
+            quote!(#(#cfg)* #arg)
+        });
+        let call = quote!(#path(#(#args),*));
+        let call = if rule.is_unsafe() {
+            quote!(unsafe { #call })
+        } else {
+            call
+        };
+        let (d, s) = (
+            self.closure_param(dst, true),
+            self.closure_param(src, false),
+        );
+        let inputs = [d, s].into_iter().flatten();
+        quote!(|#(#inputs),*| #call)
+    }
+
+    /// `__d: &mut X` (or `*mut T`) and `__s: &Y` (or `*const T`): the closure's parameters,
+    /// typed so that the runtime's generic buffer types are fixed by the closure.
+    fn closure_param(&self, param: Option<usize>, dst: bool) -> Option<TokenStream> {
+        let i = param?;
+        let named = if dst { &self.dst_ty } else { &self.src_ty };
+        let named = named.as_ref()?;
+        let (n, ty) = match (&self.rule.params[i].ty, dst) {
+            (Type::Reference(_), true) => (quote!(__d), quote!(&mut #named)),
+            (Type::Reference(_), false) => (quote!(__s), quote!(&#named)),
+            (Type::Ptr(_), true) => (quote!(__d), quote!(*mut #named)),
+            (Type::Ptr(_), false) => (quote!(__s), quote!(*const #named)),
+            _ => return None,
+        };
+        Some(quote!(#n: #ty))
+    }
+
+    /// A pass-through argument: references are reborrowed, raw pointers copied, other values
+    /// copied through `pass_through` at their type (which must be `Copy`: the primal is called
+    /// once per lane; borrowing keeps a non-`Copy` one from a second error about moving out).
+    fn pass_through(&self, i: usize) -> TokenStream {
+        let prm = &self.rule.params[i];
+        let n = &prm.name;
         match &prm.ty {
             Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#n),
             Type::Reference(_) | Type::Ptr(_) => quote!(#n),
             ty => {
                 let span = first_span(ty);
-                let copy = respan(quote!(#private::pass_through), span);
+                let p = &self.p;
+                let copy = respan(quote!(#p::pass_through), span);
                 let mut n = n.clone();
                 n.set_span(span);
                 quote_spanned!(span=> #copy(&#n))
             }
         }
-    });
-    let name = &rule.func.sig.ident;
-    if matches!(rule.func.sig.safety, syn::Safety::Unsafe(_)) {
-        quote!(unsafe { #name(#(#args),*) })
-    } else {
-        quote!(#name(#(#args),*))
+    }
+
+    /// How the generated functions name the primal: next to it in a module, or through `Self`
+    /// in an `impl` block (`in_impl`), where associated functions are not in scope by name.
+    fn primal_path(&self) -> TokenStream {
+        let name = &self.rule.func.sig.ident;
+        if self.rule.args.in_impl {
+            quote!(Self::#name)
+        } else {
+            quote!(#name)
+        }
+    }
+
+    /// The primal's path as the docs link it.
+    fn primal_path_text(&self) -> String {
+        let name = self.rule.func.sig.ident.to_string();
+        if self.rule.args.in_impl {
+            format!("Self::{name}")
+        } else {
+            name
+        }
     }
 }

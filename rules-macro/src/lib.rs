@@ -1,18 +1,29 @@
 //! The `#[derivative_rule]` attribute. Use it through `rules-runtime`, which re-exports it.
 //!
-//! The work is staged, each stage on `proc_macro2` tokens so it is unit-testable:
-//! [`args`] and [`parse`] (attribute and function → `Rule`), [`check`] (semantic checks, all
-//! errors gathered), [`expand`] (generated rules). [`errors`] collects the problems; [`types`]
-//! reads what can be read from a type's tokens.
+//! One pipeline for every rule kind, each stage on `proc_macro2` tokens so it is unit-testable
+//! (`expand::derivative_rule` runs them in order):
+//!
+//! 1. `args` and `parse`: the attribute and the function, read into a `Rule`, the words taken
+//!    from `model` (kinds, roles, memory kinds, keywords: the leaf every stage reads);
+//! 2. `check`: one `check_*` function per rule of use, all errors gathered in a `ctxt::Ctxt`,
+//!    the result one `plan::Plan` whatever the kind;
+//! 3. `expand`: one generator driven by the plan, in which only `expand::bodies` depends on the
+//!    kind, with `docs` for the generated functions' documentation; or, on error, `fallback`.
+//!
+//! `types` reads what can be read from a type's tokens; `text` words the messages.
 
 mod args;
 mod check;
+mod ctxt;
 mod docs;
-mod errors;
 mod expand;
+mod fallback;
+mod model;
 mod parse;
+mod plan;
 #[cfg(test)]
 mod tests;
+mod text;
 mod types;
 
 use proc_macro::TokenStream;
@@ -32,7 +43,9 @@ use proc_macro::TokenStream;
 /// - A CUDA stream parameter (`&CudaStream`, `&Arc<CudaStream>`, or marked `#[stream]`) orders the
 ///   shadow work after the copy on that stream.
 /// - Options: `crate = path` (a renamed runtime), `forward = name`, `augmented_primal = name`,
-///   `reverse = name`.
+///   `reverse = name`, and `in_impl` for an associated function of an inherent `impl` block (the
+///   generated rules are associated functions too, and call it as `Self::name`).
+/// - A parameter under `#[cfg(...)]` is configured out of the generated rules with it.
 /// - A copy between devices (a peer copy) is a `copy` rule: its reverse accumulates across them.
 ///
 /// NCCL collectives have their own kinds, each with its adjoint: `broadcast` and `reduce`

@@ -4,147 +4,13 @@
 //! next stage's ([`crate::check`]).
 
 use crate::args::RuleArgs;
-use crate::errors::{Ctxt, closest};
+use crate::ctxt::Ctxt;
+use crate::model::{CFG, Kind, ROLE_SYNONYMS, Role};
+use crate::text::closest;
+use crate::types::ungroup;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
 use syn::{Attribute, FnArg, ForeignItemFn, Ident, ItemFn, Meta, Pat, TraitItemFn, Type};
-
-/// Parameter role attributes, without `#[...]`.
-pub const ROLES: &[&str] = &[
-    ROLE_DST,
-    ROLE_SRC,
-    ROLE_LEN,
-    ROLE_DST_OFFSET,
-    ROLE_SRC_OFFSET,
-    ROLE_STREAM,
-    ROLE_COMM,
-    ROLE_ROOT,
-    ROLE_PEER,
-    ROLE_SEND_TO,
-    ROLE_RECV_FROM,
-];
-/// `#[dst]`: the destination buffer or pointer.
-pub const ROLE_DST: &str = "dst";
-/// `#[src]`: the source buffer or pointer.
-pub const ROLE_SRC: &str = "src";
-/// `#[len]`: the element count of a pointer copy.
-pub const ROLE_LEN: &str = "len";
-/// `#[dst_offset]`: the destination offset of a pointer copy.
-pub const ROLE_DST_OFFSET: &str = "dst_offset";
-/// `#[src_offset]`: the source offset of a pointer copy.
-pub const ROLE_SRC_OFFSET: &str = "src_offset";
-/// `#[stream]`: the CUDA stream the copy runs on.
-pub const ROLE_STREAM: &str = "stream";
-/// `#[comm]`: the NCCL communicator of a collective rule.
-pub const ROLE_COMM: &str = "comm";
-/// `#[root]`: the root rank of a `broadcast` or `reduce` rule.
-pub const ROLE_ROOT: &str = "root";
-/// `#[peer]`: the other rank of a `send` or `recv` rule.
-pub const ROLE_PEER: &str = "peer";
-/// `#[send_to]`: the rank a `send_recv` rule sends to.
-pub const ROLE_SEND_TO: &str = "send_to";
-/// `#[recv_from]`: the rank a `send_recv` rule receives from.
-pub const ROLE_RECV_FROM: &str = "recv_from";
-
-/// Attribute names that are likely meant as roles, with the role they mean (`None`: ambiguous).
-const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
-    ("dest", Some(Role::Dst)),
-    ("destination", Some(Role::Dst)),
-    ("out", Some(Role::Dst)),
-    ("output", Some(Role::Dst)),
-    ("to", Some(Role::Dst)),
-    ("source", Some(Role::Src)),
-    ("input", Some(Role::Src)),
-    ("from", Some(Role::Src)),
-    ("length", Some(Role::Len)),
-    ("count", Some(Role::Len)),
-    ("n", Some(Role::Len)),
-    ("offset", None),
-    ("communicator", Some(Role::Comm)),
-    ("nccl", Some(Role::Comm)),
-    ("root_rank", Some(Role::Root)),
-    ("rank", None),
-];
-
-/// The role of a parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// The destination buffer or pointer.
-    Dst,
-    /// The source buffer or pointer.
-    Src,
-    /// The element count of a pointer copy.
-    Len,
-    /// The destination offset of a pointer copy.
-    DstOffset,
-    /// The source offset of a pointer copy.
-    SrcOffset,
-    /// The CUDA stream the copy runs on.
-    Stream,
-    /// The NCCL communicator of a collective.
-    Comm,
-    /// The root rank of a broadcast or reduce.
-    Root,
-    /// The other rank of a send or recv.
-    Peer,
-    /// The rank a send_recv sends to.
-    SendTo,
-    /// The rank a send_recv receives from.
-    RecvFrom,
-}
-
-impl Role {
-    pub fn from_name(name: &str) -> Option<Role> {
-        Some(match name {
-            ROLE_DST => Role::Dst,
-            ROLE_SRC => Role::Src,
-            ROLE_LEN => Role::Len,
-            ROLE_DST_OFFSET => Role::DstOffset,
-            ROLE_SRC_OFFSET => Role::SrcOffset,
-            ROLE_STREAM => Role::Stream,
-            ROLE_COMM => Role::Comm,
-            ROLE_ROOT => Role::Root,
-            ROLE_PEER => Role::Peer,
-            ROLE_SEND_TO => Role::SendTo,
-            ROLE_RECV_FROM => Role::RecvFrom,
-            _ => return None,
-        })
-    }
-
-    /// The attribute spelling, e.g. `#[dst]`.
-    pub fn attr(self) -> &'static str {
-        match self {
-            Role::Dst => "#[dst]",
-            Role::Src => "#[src]",
-            Role::Len => "#[len]",
-            Role::DstOffset => "#[dst_offset]",
-            Role::SrcOffset => "#[src_offset]",
-            Role::Stream => "#[stream]",
-            Role::Comm => "#[comm]",
-            Role::Root => "#[root]",
-            Role::Peer => "#[peer]",
-            Role::SendTo => "#[send_to]",
-            Role::RecvFrom => "#[recv_from]",
-        }
-    }
-
-    /// What the role's parameter is, in words.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Role::Dst => "destination",
-            Role::Src => "source",
-            Role::Len => "length",
-            Role::DstOffset => "destination offset",
-            Role::SrcOffset => "source offset",
-            Role::Stream => "stream",
-            Role::Comm => "communicator",
-            Role::Root => "root rank",
-            Role::Peer => "peer rank",
-            Role::SendTo => "rank to send to",
-            Role::RecvFrom => "rank to receive from",
-        }
-    }
-}
 
 /// A role attribute on a parameter.
 pub struct RoleAttr {
@@ -164,6 +30,9 @@ pub struct Param {
     pub role: Option<RoleAttr>,
     /// Whether this is a `self` receiver.
     pub receiver: bool,
+    /// Its `#[cfg(...)]` attributes: the generated rules repeat them on the parameter and on the
+    /// argument, so that a configured-out parameter is out of every call.
+    pub cfg: Vec<Attribute>,
     /// The whole parameter's tokens (role attributes stripped), for errors.
     pub tokens: TokenStream,
 }
@@ -194,25 +63,24 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The collective the rule's kind names, if it names one.
-    pub fn collective(&self) -> Option<crate::args::Collective> {
-        let kind = self.args.kind.as_ref()?;
-        crate::args::Collective::from_name(&kind.to_string())
+    /// The rule's kind, when it was given and known.
+    pub fn kind(&self) -> Option<Kind> {
+        self.args.kind.as_ref()?.kind
     }
 
     /// "a copy rule", "an `all_gather` rule": the rule, in words.
     pub fn kind_noun(&self) -> String {
-        match self.collective() {
-            Some(c) => {
-                let article = if c.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
-                    "an"
-                } else {
-                    "a"
-                };
-                format!("{article} `{}` rule", c.name())
-            }
-            None => "a copy rule".to_string(),
-        }
+        self.kind().unwrap_or(Kind::Copy).noun()
+    }
+
+    /// Whether the primal is `unsafe fn`.
+    pub fn is_unsafe(&self) -> bool {
+        matches!(self.func.sig.safety, syn::Safety::Unsafe(_))
+    }
+
+    /// Whether the primal is a method (it has a `self` receiver, reported by the checks).
+    pub fn has_receiver(&self) -> bool {
+        self.params.iter().any(|p| p.receiver)
     }
 
     /// Indices of the parameters marked with `role`.
@@ -257,6 +125,7 @@ pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
                     ty: syn::parse_quote!(Self),
                     role,
                     receiver: true,
+                    cfg: Vec::new(),
                     tokens,
                 });
             }
@@ -270,9 +139,17 @@ pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
                 };
                 params.push(Param {
                     name,
-                    ty: (*pt.ty).clone(),
+                    // A type that came through a `macro_rules!` `$t:ty` is wrapped in an
+                    // invisible group; the checks read the type inside.
+                    ty: ungroup(&pt.ty),
                     role,
                     receiver: false,
+                    cfg: pt
+                        .attrs
+                        .iter()
+                        .filter(|a| a.path().is_ident(CFG))
+                        .cloned()
+                        .collect(),
                     tokens,
                 });
             }
@@ -314,7 +191,7 @@ fn not_a_function(cx: &Ctxt, item: TokenStream) -> Item {
     } else {
         None
     };
-    let _ = scratch.into_compile_errors(); // only `cx`'s error is reported
+    let _ = scratch.take(); // only `cx`'s error is reported
     let Some((sig, stripped)) = signature else {
         let at = item
             .clone()
@@ -419,13 +296,16 @@ fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
             "; did you mean `#[dst_offset]` or `#[src_offset]`?".to_string(),
         ),
         None => {
-            let Some(r) = closest(&name, ROLES) else {
+            let Some(r) = closest(&name, &Role::names()) else {
                 return Mark::Foreign;
             };
             (Role::from_name(r), format!("; did you mean `#[{r}]`?"))
         }
     };
-    let roles: Vec<String> = ROLES.iter().map(|r| format!("`#[{r}]`")).collect();
+    let roles: Vec<String> = Role::ALL
+        .iter()
+        .map(|r| format!("`{}`", r.attr()))
+        .collect();
     cx.error_spanned_by(
         attr,
         format!(

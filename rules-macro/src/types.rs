@@ -1,8 +1,9 @@
 //! What the macro can tell about a type from its tokens alone: element types and their names,
-//! `impl Trait` inside a type, stream types, elided lifetimes. Shared by [`crate::check`] (which
-//! judges) and [`crate::expand`] (which writes bounds for what cannot be judged here).
+//! `impl Trait` inside a type, stream types, elided lifetimes, invisible groups. Shared by
+//! [`crate::check`] (which judges) and [`crate::expand`] (which writes bounds for what cannot be
+//! judged here).
 
-use crate::errors::type_str;
+use crate::text::type_str;
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{GenericArgument, Lifetime, PathArguments, Type};
@@ -137,6 +138,7 @@ pub fn replace_impl_trait(ty: &Type) -> Type {
     ty
 }
 
+/// Whether `ty` is a CUDA stream by its name: `CudaStream`, `Arc<CudaStream>`, or a reference.
 pub fn is_stream_type(ty: &Type) -> bool {
     match ty {
         Type::Reference(r) => is_stream_type(&r.elem),
@@ -234,4 +236,82 @@ pub fn host_container_elem(x: &Type) -> Option<&Type> {
 /// A type as a user would write it (`Vec<f32>`, not `Vec < f32 >`), for messages.
 pub fn show(ty: &Type) -> String {
     type_str(&ty.to_token_stream())
+}
+
+/// `ty` without the invisible groups a `macro_rules!` `$t:ty` wraps types in, so that the
+/// checks see `&mut [f32]` and not an opaque group. A trait object or `impl Trait` keeps
+/// parentheses instead, where `+` would otherwise bind differently.
+pub fn ungroup(ty: &Type) -> Type {
+    fn walk(ty: &mut Type) {
+        if let Type::Group(g) = ty {
+            let mut inner = (*g.elem).clone();
+            walk(&mut inner);
+            *ty = match inner {
+                Type::TraitObject(_) | Type::ImplTrait(_) => Type::Paren(syn::TypeParen {
+                    attrs: Vec::new(),
+                    paren_token: syn::token::Paren(g.group_token.span),
+                    elem: Box::new(inner),
+                }),
+                other => other,
+            };
+            return;
+        }
+        match ty {
+            Type::Reference(r) => walk(&mut r.elem),
+            Type::Ptr(p) => walk(&mut p.elem),
+            Type::Slice(s) => walk(&mut s.elem),
+            Type::Array(a) => walk(&mut a.elem),
+            Type::Paren(p) => walk(&mut p.elem),
+            Type::Tuple(t) => t.elems.iter_mut().for_each(walk),
+            Type::Path(p) => {
+                if let Some(q) = &mut p.qself {
+                    walk(&mut q.ty);
+                }
+                for seg in &mut p.path.segments {
+                    if let PathArguments::AngleBracketed(a) = &mut seg.arguments {
+                        for arg in &mut a.args {
+                            if let GenericArgument::Type(t) = arg {
+                                walk(t);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut ty = ty.clone();
+    walk(&mut ty);
+    ty
+}
+
+/// Whether two types are the same once their lifetimes are left out: `CudaView<'a, T>` and
+/// `CudaView<'b, T>` are.
+pub fn same_but_lifetimes(a: &Type, b: &Type) -> bool {
+    fn text(t: &Type) -> String {
+        let mut out = String::new();
+        let mut skip = false;
+        for tt in t.to_token_stream() {
+            strip(&tt, &mut out, &mut skip);
+        }
+        out
+    }
+    fn strip(tt: &proc_macro2::TokenTree, out: &mut String, skip: &mut bool) {
+        match tt {
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == '\'' => *skip = true,
+            proc_macro2::TokenTree::Ident(_) if *skip => *skip = false,
+            proc_macro2::TokenTree::Group(g) => {
+                out.push_str(&format!("{:?}(", g.delimiter()));
+                for t in g.stream() {
+                    strip(&t, out, skip);
+                }
+                out.push(')');
+            }
+            other => {
+                out.push_str(&other.to_string());
+                out.push(' ');
+            }
+        }
+    }
+    text(a) == text(b)
 }

@@ -1,10 +1,11 @@
 //! The buffer checks of stage 2: the shape a rule's `dst` and `src` give it (slice or pointer),
 //! and the rules of each shape (mutability, memory kinds, lengths and offsets, element types).
 
-use super::Shape;
-use crate::args::{MEMORY_KINDS, MemKind};
-use crate::errors::{Ctxt, one_of};
-use crate::parse::{Param, Role, Rule};
+use crate::ctxt::Ctxt;
+use crate::model::{MEMORY_KINDS, MemKind, Role};
+use crate::parse::{Param, Rule};
+use crate::plan::{Access, Extent};
+use crate::text::one_of;
 use crate::types::{DIFFERENTIABLE, NOT_DIFFERENTIABLE, USIZE, elem_name, element_of, show};
 use proc_macro2::TokenStream;
 use syn::Type;
@@ -14,7 +15,13 @@ const ELEMENT_TYPES: &str = "`f32`, `f64`, `f16`, `bf16`, `Complex<f32>` or `Com
 
 /// The buffers decide the rule's shape: both references (`&mut X` ← `&Y`) or both raw pointers
 /// (`*mut T` ← `*const T`). The rules of each shape are checked by its own function.
-pub fn check_buffers(cx: &Ctxt, rule: &Rule, dst: usize, src: usize) -> Option<Shape> {
+/// Returns the access and what the rules take activities of (pointees, or pointer elements).
+pub fn check_buffers(
+    cx: &Ctxt,
+    rule: &Rule,
+    dst: usize,
+    src: usize,
+) -> Option<(Access, Type, Type)> {
     let (d, s) = (&rule.params[dst], &rule.params[src]);
     match (&d.ty, &s.ty) {
         (Type::Reference(dr), Type::Reference(sr)) => {
@@ -53,7 +60,7 @@ fn element_target(ty: &Type) -> &Type {
 
 /// A buffer taken by value is moved into the primal: its shadow cannot be written back, and the
 /// caller cannot read the result. Buffers are references or raw pointers.
-pub(super) fn check_by_value(cx: &Ctxt, p: &Param, wanted: Role) {
+pub fn check_by_value(cx: &Ctxt, p: &Param, wanted: Role) {
     if matches!(p.ty, Type::Reference(_) | Type::Ptr(_)) {
         return;
     }
@@ -80,7 +87,7 @@ fn check_slice_rule(
     dr: &syn::TypeReference,
     s: &Param,
     sr: &syn::TypeReference,
-) -> Shape {
+) -> (Access, Type, Type) {
     if dr.mutability.is_none() {
         cx.error_spanned_by(
             &d.ty,
@@ -123,10 +130,7 @@ fn check_slice_rule(
         }
     }
     check_elements(cx, element_of(&dr.elem), element_of(&sr.elem));
-    Shape::Slice {
-        dst: (*dr.elem).clone(),
-        src: (*sr.elem).clone(),
-    }
+    (Access::Slice, (*dr.elem).clone(), (*sr.elem).clone())
 }
 
 /// A pointer-shaped rule (`*mut T` ← `*const T`): mutability as for slices, the memory kinds
@@ -138,7 +142,7 @@ fn check_pointer_rule(
     dp: &syn::TypePtr,
     s: &Param,
     sp: &syn::TypePtr,
-) -> Option<Shape> {
+) -> Option<(Access, Type, Type)> {
     if matches!(dp.mutability, syn::PointerMutability::Const(_)) {
         cx.error_spanned_by(
             &d.ty,
@@ -185,14 +189,18 @@ fn check_pointer_rule(
             ),
         }
     }
-    Some(Shape::Pointer {
-        elem: (*dp.elem).clone(),
+    let extent = Extent {
         dst_kind: dst_kind?,
         src_kind: src_kind?,
         len: len?,
         dst_offset,
         src_offset,
-    })
+    };
+    Some((
+        Access::Pointer(extent),
+        (*dp.elem).clone(),
+        (*sp.elem).clone(),
+    ))
 }
 
 /// A raw pointer cannot say whether it points at host or device memory, so the attribute must.
@@ -256,7 +264,7 @@ enum Elem {
 /// Non-differentiable elements are refused when the rule is written, not halfway through a
 /// reverse pass (the seed's gap); and a copy moves elements unchanged, so `dst` and `src` hold the
 /// same element type. Elements the macro cannot name are left to `Differentiable` bounds.
-pub(super) fn check_elements(cx: &Ctxt, dst: Option<&Type>, src: Option<&Type>) {
+pub fn check_elements(cx: &Ctxt, dst: Option<&Type>, src: Option<&Type>) {
     let d = dst.map(|t| classify_elem(cx, t, None));
     let already = match &d {
         Some(Elem::Refused(n)) => Some(n.clone()),

@@ -3,65 +3,53 @@
 //! ranks each kind needs (and only those), buffers that NCCL can move. Each `check_*` says why.
 
 use super::buffers::{check_by_value, check_elements};
-use super::{check_common, check_one_role};
-use crate::args::{Collective, kinds_with};
-use crate::errors::{Ctxt, one_of};
-use crate::parse::{Param, Role, Rule};
+use super::{check_one_role, unmarked};
+use crate::ctxt::Ctxt;
+use crate::model::{Kind, Role};
+use crate::parse::{Param, Rule};
+use crate::plan::{Access, Buffer, Order, Plan};
+use crate::text::one_of;
 use crate::types::{elem_name, element_of, host_container_elem, is_comm_type, show};
 use syn::Type;
 
-/// Rank roles, in the order of [`Role`].
-const RANK_ROLES: &[Role] = &[Role::Root, Role::Peer, Role::SendTo, Role::RecvFrom];
-
-/// What the expansion of a collective rule needs, once the checks have passed.
-pub struct CheckedCollective {
-    /// The collective.
-    pub kind: Collective,
-    /// The `#[dst]` parameter and its pointee type, for kinds with an output.
-    pub dst: Option<(usize, Type)>,
-    /// The `#[src]` parameter and its pointee type, for kinds with an input.
-    pub src: Option<(usize, Type)>,
-    /// The communicator parameter.
-    pub comm: usize,
-    /// The rank parameters, in the order of [`Collective::ranks`].
-    pub ranks: Vec<usize>,
-    /// Whether the generated rules must be `unsafe fn` (the primal is).
-    pub unsafety: bool,
-}
-
-/// Runs every check of a collective rule; returns the plan for expansion when none failed.
-pub fn check_collective(cx: &Ctxt, rule: &Rule, kind: Collective) -> Option<CheckedCollective> {
-    check_common(cx, rule);
+/// Runs the checks of a collective rule; returns its plan when its own checks passed.
+pub fn check_collective(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<Plan> {
     let dst = check_buffer_role(cx, rule, kind, Role::Dst);
     let src = check_buffer_role(cx, rule, kind, Role::Src);
     let comm = check_comm(cx, rule);
     let ranks = check_ranks(cx, rule, kind);
     check_copy_roles(cx, rule);
     check_memory_kind_args(cx, rule);
-    let dst = dst.and_then(|i| Some((i, check_buffer_type(cx, &rule.params[i], Role::Dst)?)));
-    let src = src.and_then(|i| Some((i, check_buffer_type(cx, &rule.params[i], Role::Src)?)));
+    let buffer = |i: usize, role| {
+        Some(Buffer {
+            param: i,
+            ty: check_buffer_type(cx, &rule.params[i], role)?,
+        })
+    };
+    let dst = dst.and_then(|i| buffer(i, Role::Dst));
+    let src = src.and_then(|i| buffer(i, Role::Src));
     check_collective_elements(
         cx,
-        dst.as_ref().and_then(|(_, t)| element_of(t)),
-        src.as_ref().and_then(|(_, t)| element_of(t)),
+        dst.as_ref().and_then(|b| element_of(&b.ty)),
+        src.as_ref().and_then(|b| element_of(&b.ty)),
     );
-    if cx.has_errors() {
-        return None;
-    }
-    Some(CheckedCollective {
+    Some(Plan {
         kind,
         dst,
         src,
-        comm: comm?,
-        ranks: ranks?,
-        unsafety: matches!(rule.func.sig.safety, syn::Safety::Unsafe(_)),
+        access: Access::Slice,
+        order: Order::Comm {
+            comm: comm?,
+            ranks: ranks?,
+        },
+        unsafety: rule.is_unsafe(),
     })
 }
 
 /// A collective has an output (`#[dst]`) unless it is `send`, and an input (`#[src]`) unless it
 /// is `recv`: exactly one of each it has, none of what it has not (a `send` writes nothing here;
 /// its output is the peer's `recv`).
-fn check_buffer_role(cx: &Ctxt, rule: &Rule, kind: Collective, role: Role) -> Option<usize> {
+fn check_buffer_role(cx: &Ctxt, rule: &Rule, kind: Kind, role: Role) -> Option<usize> {
     let has = if role == Role::Dst {
         kind.has_dst()
     } else {
@@ -107,9 +95,7 @@ fn check_comm(cx: &Ctxt, rule: &Rule) -> Option<usize> {
     if let Some(&i) = marked.first() {
         return Some(i);
     }
-    let by_type: Vec<usize> = (0..rule.params.len())
-        .filter(|&i| rule.params[i].role.is_none() && is_comm_type(&rule.params[i].ty))
-        .collect();
+    let by_type = unmarked(rule, is_comm_type);
     match by_type.as_slice() {
         [] => {
             cx.error_spanned_by(
@@ -135,10 +121,10 @@ fn check_comm(cx: &Ctxt, rule: &Rule) -> Option<usize> {
 /// A broadcast or reduce needs its root, a send or recv its peer, a send_recv both of its peers:
 /// the adjoint collective goes back through the same ranks. A rank a kind does not have is an
 /// error, not silently ignored.
-fn check_ranks(cx: &Ctxt, rule: &Rule, kind: Collective) -> Option<Vec<usize>> {
+fn check_ranks(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<Vec<usize>> {
     let mut found = Vec::new();
     let mut complete = true;
-    for &role in RANK_ROLES {
+    for &role in Role::RANKS {
         let marked = rule.with_role(role);
         if !kind.ranks().contains(&role) {
             for &i in &marked {
@@ -149,7 +135,7 @@ fn check_ranks(cx: &Ctxt, rule: &Rule, kind: Collective) -> Option<Vec<usize>> {
                         rule.kind_noun(),
                         role.noun(),
                         role.attr(),
-                        one_of(&kinds_with(role))
+                        one_of(&Kind::with_rank(role))
                     ),
                 );
             }
@@ -179,7 +165,7 @@ fn check_ranks(cx: &Ctxt, rule: &Rule, kind: Collective) -> Option<Vec<usize>> {
 
 /// The error for a missing rank role, at the parameter that is most likely meant.
 fn missing_rank(cx: &Ctxt, rule: &Rule, role: Role) {
-    let name = role.attr().trim_start_matches("#[").trim_end_matches(']');
+    let name = role.name();
     let likely = rule
         .params
         .iter()

@@ -1,49 +1,7 @@
-//! Error collection: every problem is gathered and reported in one compile (`serde_derive`'s
-//! `Ctxt`).
+//! Words for messages: typo suggestions, lists of accepted words, and types printed as a user
+//! writes them.
 
-use proc_macro2::{Span, TokenStream};
-use quote::ToTokens;
-use std::cell::RefCell;
-use std::fmt::Display;
-
-/// Collects errors while the stages run; `check` turns them into one combined `syn::Error`.
-#[derive(Default)]
-pub struct Ctxt {
-    errors: RefCell<Vec<syn::Error>>,
-}
-
-impl Ctxt {
-    /// A new, empty context.
-    pub fn new() -> Self {
-        Ctxt::default()
-    }
-
-    /// An error spanning the tokens of `obj`.
-    pub fn error_spanned_by<T: ToTokens, M: Display>(&self, obj: T, msg: M) {
-        self.errors
-            .borrow_mut()
-            .push(syn::Error::new_spanned(obj.into_token_stream(), msg));
-    }
-
-    /// An error at `span`.
-    pub fn error_at<M: Display>(&self, span: Span, msg: M) {
-        self.errors.borrow_mut().push(syn::Error::new(span, msg));
-    }
-
-    /// Whether any error was recorded.
-    pub fn has_errors(&self) -> bool {
-        !self.errors.borrow().is_empty()
-    }
-
-    /// All errors as `compile_error!` invocations (empty when there are none).
-    pub fn into_compile_errors(self) -> TokenStream {
-        self.errors
-            .into_inner()
-            .iter()
-            .map(syn::Error::to_compile_error)
-            .collect()
-    }
-}
+use proc_macro2::TokenStream;
 
 /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {

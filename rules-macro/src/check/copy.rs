@@ -1,0 +1,105 @@
+//! The checks of copy rules: one destination and one source, a stream when device memory is
+//! involved, no collective roles. The buffers' own rules are in [`super::buffers`].
+
+use super::buffers::check_buffers;
+use super::{check_one_role, unmarked};
+use crate::ctxt::Ctxt;
+use crate::model::{Kind, MemKind, Role};
+use crate::parse::Rule;
+use crate::plan::{Access, Buffer, Order, Plan};
+use crate::text::one_of;
+use crate::types::is_stream_type;
+
+/// Runs the checks of a copy rule; returns its plan when its own checks passed.
+pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
+    let dst = check_one_role(cx, rule, Role::Dst);
+    let src = check_one_role(cx, rule, Role::Src);
+    let stream = check_stream(cx, rule);
+    let buffers = match (dst, src) {
+        (Some(dst), Some(src)) => check_buffers(cx, rule, dst, src),
+        _ => None,
+    };
+    if let Some((Access::Pointer(e), _, _)) = &buffers {
+        check_device_pointer_stream(cx, rule, e.dst_kind, e.src_kind, stream);
+    }
+    check_collective_roles_on_copy(cx, rule);
+    let (access, dst_ty, src_ty) = buffers?;
+    let unsafety = rule.is_unsafe() || matches!(access, Access::Pointer(_));
+    Some(Plan {
+        kind: Kind::Copy,
+        dst: Some(Buffer {
+            param: dst?,
+            ty: dst_ty,
+        }),
+        src: Some(Buffer {
+            param: src?,
+            ty: src_ty,
+        }),
+        access,
+        order: Order::Stream(stream),
+        unsafety,
+    })
+}
+
+/// The communicator and the ranks belong to collective rules; on a copy they would be silently
+/// passed through, and the user would believe the copy is a collective.
+fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
+    for p in &rule.params {
+        let Some(mark) = &p.role else { continue };
+        let kinds = match mark.role {
+            Role::Comm => "`broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send`, `recv`, `send_recv`".to_string(),
+            Role::Root | Role::Peer | Role::SendTo | Role::RecvFrom => {
+                one_of(&Kind::with_rank(mark.role))
+            }
+            _ => continue,
+        };
+        cx.error_spanned_by(
+            &mark.attr,
+            format!(
+                "`{}` belongs to collective rules ({kinds}); a copy has no {}: remove it, or make the rule a collective",
+                mark.role.attr(),
+                mark.role.noun(),
+            ),
+        );
+    }
+}
+
+/// The stream orders the shadow work after the primal copy: one stream, named by `#[stream]` or
+/// found by its type (`CudaStream`, `Arc<CudaStream>`, or references to them).
+fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
+    let marked = rule.with_role(Role::Stream);
+    for &i in marked.iter().skip(1) {
+        cx.error_spanned_by(
+            rule.params[i].role_tokens(),
+            "`#[stream]` is given twice: a copy runs on one stream; keep the mark on that one",
+        );
+    }
+    if let Some(&i) = marked.first() {
+        return Some(i);
+    }
+    let by_type = unmarked(rule, is_stream_type);
+    if by_type.len() > 1 {
+        cx.error_spanned_by(
+            &rule.params[by_type[1]].tokens,
+            "several parameters are CUDA streams: mark the one the copy runs on with `#[stream]`",
+        );
+    }
+    by_type.first().copied()
+}
+
+/// Device work must be ordered after the primal copy on its stream: a device pointer rule with no
+/// stream could only guess one, and a guessed stream races with the copy.
+fn check_device_pointer_stream(
+    cx: &Ctxt,
+    rule: &Rule,
+    dst: MemKind,
+    src: MemKind,
+    stream: Option<usize>,
+) {
+    if stream.is_none() && (dst == MemKind::Device || src == MemKind::Device) {
+        cx.error_spanned_by(
+            &rule.func.sig.ident,
+            "a copy involving device memory needs the stream it runs on: add a `&CudaStream` parameter (or mark one with `#[stream]`)",
+        );
+    }
+}
