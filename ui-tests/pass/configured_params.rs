@@ -1,0 +1,35 @@
+//! A parameter under `#[cfg(...)]`: the generated rules carry the `#[cfg]` on the parameter and on
+//! the argument they pass to the primal, so they have the primal's arity in every configuration.
+#![allow(dead_code)]
+
+use rules_runtime::{Const, Duplicated, derivative_rule};
+
+/// Counts its calls in test builds; scales otherwise.
+#[derivative_rule(copy)]
+fn copy_counted(
+    #[dst] dst: &mut [f32],
+    #[src] src: &[f32],
+    #[cfg(test)] calls: &mut usize,
+    #[cfg(not(test))] scale: f32,
+) {
+    #[cfg(test)]
+    {
+        *calls += 1;
+    }
+    for (d, s) in dst.iter_mut().zip(src) {
+        #[cfg(not(test))]
+        let s = &(s * scale);
+        *d = *s;
+    }
+}
+
+fn main() {
+    let (x, mut y, mut dy) = ([1.0f32, 2.0], [0.0f32; 2], [0.0f32; 2]);
+    copy_counted_forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Const(&x[..]),
+        1.0,
+    )
+    .unwrap();
+    assert_eq!(y, x);
+}
