@@ -110,6 +110,22 @@ pub fn send_to(
     comm.send(x, peer).map_err(|_| rules_runtime::Error::NoNccl)
 }
 
+/// A buffer type whose copy is an associated function.
+#[derive(Debug)]
+pub struct Buffers;
+
+impl Buffers {
+    /// A copy on an associated function, with a parameter that exists in test builds only.
+    #[derivative_rule(copy, in_impl)]
+    pub fn copy_assoc(#[dst] dst: &mut [f64], #[src] src: &[f64], #[cfg(test)] calls: &mut usize) {
+        #[cfg(test)]
+        {
+            *calls += 1;
+        }
+        dst.copy_from_slice(src);
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp, reason = "copies are exact")]
 mod tests {
@@ -157,5 +173,10 @@ mod tests {
         // SAFETY: both arrays hold 3 elements; 2 are copied at offsets 1.
         unsafe { copy_raw_forward(Const(yr.as_mut_ptr()), 1, Const(xr.as_ptr()), 1, 2) }.unwrap();
         assert_eq!(yr, [0.0, 2.0, 3.0]);
+
+        let mut n = 0;
+        let mut yb = [0.0f64; 2];
+        Buffers::copy_assoc_forward(Const(&mut yb[..]), Const(&[1.0, 2.0][..]), &mut n).unwrap();
+        assert_eq!((yb, n), ([1.0, 2.0], 1));
     }
 }
