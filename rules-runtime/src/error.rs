@@ -104,6 +104,16 @@ pub enum Error {
         found: usize,
     },
 
+    /// A box (a pitched region, [`crate::Pitched`]) does not fit its buffer or is malformed, or
+    /// two boxes that must have the same shape do not.
+    #[error("bad region for {what}: {why}")]
+    BadRegion {
+        /// Which buffer's box.
+        what: String,
+        /// What is wrong with it, in words.
+        why: String,
+    },
+
     /// This pair of memory kinds cannot be combined by this operation.
     #[error("unsupported memory kinds: {op} from {src:?} memory into {dst:?} memory ({why})")]
     UnsupportedKinds {

@@ -53,6 +53,7 @@ pub mod error;
 pub mod memory;
 pub mod nccl;
 pub mod ops;
+mod region;
 mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -71,7 +72,11 @@ pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
 pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
+pub use ops::region::{
+    accumulate_and_zero_region, accumulate_region, fill_region, sum_region, zero_region,
+};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
+pub use region::Pitched;
 pub use rules::{CopyTape, PrimalOutcome};
 pub use rules_macro::derivative_rule;
 

@@ -16,7 +16,7 @@ pub(crate) const PTX: &str = include_str!("shadow.ptx");
 
 /// Threads per block. One 16-byte vector per thread per iteration. 512 and 1024 were no faster
 /// (`tools/kernel-explore`; docs/performance.md, "what was tried").
-const THREADS: u32 = 256;
+pub(crate) const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
 
@@ -24,7 +24,7 @@ const MAX_BLOCKS: u64 = (1 << 31) - 1;
 pub(crate) const REALS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
 
 /// The real kernel (an index into [`REALS`]) a dtype runs on, and how many reals one element is.
-fn real_kernel(dtype: Dtype) -> (usize, u64) {
+pub(crate) fn real_kernel(dtype: Dtype) -> (usize, u64) {
     match dtype {
         Dtype::F32 => (0, 1),
         Dtype::F64 => (1, 1),

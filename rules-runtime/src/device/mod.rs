@@ -1,6 +1,7 @@
-//! The device layer (private): raw driver calls and kernel launches ([`kernels`]) and the one
+//! The device layer (private): raw driver calls and kernel launches ([`kernels`], and [`region`] for boxes) and the one
 //! owned cache of per-context resources ([`pool`]). Nothing here checks user input: [`crate::ops`]
 //! checks everything first, then calls in here with addresses it has validated.
 
 pub(crate) mod kernels;
 pub(crate) mod pool;
+pub(crate) mod region;

@@ -57,6 +57,14 @@ pub(crate) struct Kernels {
     pub(crate) fused: [sys::CUfunction; 4],
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) empty: sys::CUfunction,
+    /// `region_accumulate_*` (scalar) and `region_accumulate_v_*` (16-byte vectors), indexed
+    /// like [`super::kernels::REALS`].
+    pub(crate) region: [[sys::CUfunction; 4]; 2],
+    /// `region_fill_b2`, `_b4`, `_b8`, `_b16`.
+    pub(crate) fill: [sys::CUfunction; 4],
+    /// `region_sum_*`, indexed like [`super::region::SUMS`], and `region_sum_finish`.
+    pub(crate) sum: [sys::CUfunction; 6],
+    pub(crate) sum_finish: sys::CUfunction,
 }
 
 // SAFETY: module and function handles are plain driver handles, usable from any thread on which
@@ -254,10 +262,28 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         fused[i] = function(format!("accumulate_and_zero_{name}"))?;
     }
     let empty = function("empty_kernel".into())?;
+    let mut region = [[core::ptr::null_mut(); 4]; 2];
+    for (i, name) in super::kernels::REALS.iter().enumerate() {
+        region[0][i] = function(format!("region_accumulate_{name}"))?;
+        region[1][i] = function(format!("region_accumulate_v_{name}"))?;
+    }
+    let mut fill = [core::ptr::null_mut(); 4];
+    for (i, bytes) in [2, 4, 8, 16].iter().enumerate() {
+        fill[i] = function(format!("region_fill_b{bytes}"))?;
+    }
+    let mut sum = [core::ptr::null_mut(); 6];
+    for (i, name) in super::region::SUMS.iter().enumerate() {
+        sum[i] = function(format!("region_sum_{name}"))?;
+    }
+    let sum_finish = function("region_sum_finish".into())?;
     Ok(Kernels {
         accumulate,
         fused,
         empty,
+        region,
+        fill,
+        sum,
+        sum_finish,
     })
 }
 

@@ -131,3 +131,178 @@ SHADOW_KERNELS(bf16, BF16)
 
 // An empty kernel: the launch-overhead ceiling the benchmark compares small accumulations with.
 extern "C" __global__ void empty_kernel() {}
+
+// ---- Region kernels: a box of `width` elements per row, `height` rows per slice, `depth` slices,
+// each side with its own pitch and slice pitch (in elements of the launch type P; the runtime has
+// checked that the byte pitches are multiples of it). Nothing between rows (padding) is touched.
+//
+// A row is covered by 2^tpr_log2 consecutive threads (coalesced), and a block of blockDim.x
+// threads covers blockDim.x >> tpr_log2 rows at a time, so narrow rows (3 elements, say) do not
+// leave most of a block idle. grid.x strides over row groups, grid.y over column chunks (for a
+// few very wide rows). The launch shape depends on the box only, never on the device, which is
+// what makes the sum below deterministic.
+
+struct Walk {
+    u64 width, height, depth;
+    unsigned tpr_log2;
+
+    // Calls f(row_in_box, slice, column) for this thread's share of the box, in a fixed order.
+    template <typename F>
+    __device__ __forceinline__ void each(F f) const {
+        const unsigned lane = threadIdx.x & ((1u << tpr_log2) - 1);
+        const u64 rows_per_block = blockDim.x >> tpr_log2;
+        const u64 rows = height * depth;
+        const u64 tpr = 1ull << tpr_log2;
+        for (u64 row = (u64)blockIdx.x * rows_per_block + (threadIdx.x >> tpr_log2); row < rows;
+             row += (u64)gridDim.x * rows_per_block) {
+            u64 y = row, z = 0;
+            if (depth > 1) {
+                z = row / height;
+                y = row - z * height;
+            }
+            for (u64 x = (u64)blockIdx.y * tpr + lane; x < width; x += (u64)gridDim.y * tpr) f(y, z, x);
+        }
+    }
+};
+
+// acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element or per
+// 16-byte vector: VEC selects T::V, used when both sides' addresses and pitches are 16-byte
+// aligned and the row is a whole number of vectors.
+template <typename T, bool VEC>
+__device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, void* src, u64 spitch,
+                                            u64 sslice, Walk w, unsigned zero_src) {
+    typedef typename T::S S;
+    typedef typename T::V V;
+    if (VEC) {
+        V* a = (V*)acc;
+        V* s = (V*)src;
+        w.each([&](u64 y, u64 z, u64 x) {
+            V* pa = a + z * aslice + y * apitch + x;
+            V* ps = s + z * sslice + y * spitch + x;
+            V va = __ldcs(pa), vs = __ldcs(ps);
+            __stcs(pa, T::addv(va, vs));
+            if (zero_src) __stcs(ps, T::zerov());
+        });
+    } else {
+        S* a = (S*)acc;
+        S* s = (S*)src;
+        w.each([&](u64 y, u64 z, u64 x) {
+            S* pa = a + z * aslice + y * apitch + x;
+            S* ps = s + z * sslice + y * spitch + x;
+            *pa = T::add(*pa, *ps);
+            if (zero_src) *ps = T::zero();
+        });
+    }
+}
+
+#define REGION_KERNELS(NAME, T)                                                                        \
+    extern "C" __global__ void region_accumulate_##NAME(void* acc, u64 apitch, u64 aslice, void* src,  \
+                                                        u64 spitch, u64 sslice, Walk w, unsigned z) {  \
+        region_pass<T, false>(acc, apitch, aslice, src, spitch, sslice, w, z);                         \
+    }                                                                                                  \
+    extern "C" __global__ void region_accumulate_v_##NAME(void* acc, u64 apitch, u64 aslice, void* src,\
+                                                          u64 spitch, u64 sslice, Walk w, unsigned z) {\
+        region_pass<T, true>(acc, apitch, aslice, src, spitch, sslice, w, z);                          \
+    }
+
+REGION_KERNELS(f32, F32)
+REGION_KERNELS(f64, F64)
+REGION_KERNELS(f16, F16)
+REGION_KERNELS(bf16, BF16)
+
+// dst[box] = value, for element sizes 2, 4, 8 and 16 bytes; a 16-byte launch also serves smaller
+// elements with the value repeated (the runtime builds the pattern), when everything is aligned.
+template <typename P>
+__device__ __forceinline__ void region_fill(P* dst, u64 pitch, u64 slice, Walk w, P value) {
+    w.each([&](u64 y, u64 z, u64 x) { dst[z * slice + y * pitch + x] = value; });
+}
+
+extern "C" __global__ void region_fill_b2(u16* d, u64 p, u64 s, Walk w, u64 lo, u64 hi) {
+    region_fill<u16>(d, p, s, w, (u16)lo);
+}
+extern "C" __global__ void region_fill_b4(unsigned* d, u64 p, u64 s, Walk w, u64 lo, u64 hi) {
+    region_fill<unsigned>(d, p, s, w, (unsigned)lo);
+}
+extern "C" __global__ void region_fill_b8(u64* d, u64 p, u64 s, Walk w, u64 lo, u64 hi) {
+    region_fill<u64>(d, p, s, w, lo);
+}
+extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, u64 lo, u64 hi) {
+    region_fill<ulonglong2>(d, p, s, w, make_ulonglong2(lo, hi));
+}
+
+// ---- The deterministic sum of a region (the reverse of `fill`): every element is converted to
+// f64 and added in a fixed order: each thread sums its share (fixed by the launch shape, which
+// depends on the box only), each block reduces its threads with a fixed tree and writes one
+// partial per component, and one block of the finishing kernel reduces the partials the same way.
+// No atomics: the same inputs give the same bits on every run. C = 2 for complex elements
+// (real and imaginary parts summed apart).
+
+__device__ __forceinline__ double f16_to_f64(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return (double)f;
+}
+__device__ __forceinline__ double bf16_to_f64(u16 h) { return (double)__uint_as_float((unsigned)h << 16); }
+
+struct SumF32 { typedef float S; __device__ static double get(S v) { return (double)v; } };
+struct SumF64 { typedef double S; __device__ static double get(S v) { return v; } };
+struct SumF16 { typedef u16 S; __device__ static double get(S v) { return f16_to_f64(v); } };
+struct SumBF16 { typedef u16 S; __device__ static double get(S v) { return bf16_to_f64(v); } };
+
+#define SUM_THREADS 256
+
+// Reduces `v` over the block (blockDim.x == SUM_THREADS) in a fixed tree; thread 0 gets the sum.
+__device__ __forceinline__ double block_sum(double v, double* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = SUM_THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    double r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+template <typename T, int C>
+__device__ __forceinline__ void region_sum(const typename T::S* src, u64 pitch, u64 slice, Walk w,
+                                           double* partials) {
+    __shared__ double sh[SUM_THREADS];
+    double acc[C];
+    for (int c = 0; c < C; c++) acc[c] = 0.0;
+    // The walk is over elements; pitches are in elements; component c of element x is at
+    // x * C + c.
+    w.each([&](u64 y, u64 z, u64 x) {
+        const typename T::S* p = src + (z * slice + y * pitch + x) * C;
+        for (int c = 0; c < C; c++) acc[c] += T::get(p[c]);
+    });
+    const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
+    for (int c = 0; c < C; c++) {
+        double total = block_sum(acc[c], sh);
+        if (threadIdx.x == 0) partials[block * C + c] = total;
+    }
+}
+
+#define SUM_KERNEL(NAME, T, C)                                                                      \
+    extern "C" __global__ void region_sum_##NAME(const T::S* src, u64 p, u64 s, Walk w, double* out) { \
+        region_sum<T, C>(src, p, s, w, out);                                                        \
+    }
+
+SUM_KERNEL(f32, SumF32, 1)
+SUM_KERNEL(f64, SumF64, 1)
+SUM_KERNEL(f16, SumF16, 1)
+SUM_KERNEL(bf16, SumBF16, 1)
+SUM_KERNEL(c32, SumF32, 2)
+SUM_KERNEL(c64, SumF64, 2)
+
+// One block: sums `blocks` partials of `comps` components each, in a fixed order, into
+// out[0..comps] (f64).
+extern "C" __global__ void region_sum_finish(const double* partials, u64 blocks, unsigned comps, double* out) {
+    __shared__ double sh[SUM_THREADS];
+    for (unsigned c = 0; c < comps; c++) {
+        double v = 0.0;
+        for (u64 i = threadIdx.x; i < blocks; i += SUM_THREADS) v += partials[i * comps + c];
+        double total = block_sum(v, sh);
+        if (threadIdx.x == 0) out[c] = total;
+    }
+}

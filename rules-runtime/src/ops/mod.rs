@@ -13,6 +13,7 @@
 
 pub(crate) mod cross;
 mod host;
+pub mod region;
 
 use crate::cuda::{driver, require_driver};
 use crate::device::kernels;

@@ -1,0 +1,365 @@
+//! Launches and driver calls on boxes of device-reachable memory (the region kernels of
+//! `shadow.cu`, and `cuMemcpy3DAsync` for staging a box through linear memory). Every function
+//! binds the stream's context first.
+
+use super::kernels::{THREADS, bind, real_kernel};
+use super::pool;
+use crate::cuda::driver;
+use crate::element::Dtype;
+use crate::error::Result;
+use cudarc::driver::{CudaStream, sys};
+
+/// One side of a box in device-reachable memory: the byte address of its first element and its
+/// strides in elements.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Side {
+    pub(crate) addr: u64,
+    pub(crate) row: u64,
+    pub(crate) slice: u64,
+}
+
+/// The box's shape in elements: width, height, depth.
+pub(crate) type Shape = (u64, u64, u64);
+
+/// The kernels' `Walk` (shadow.cu): the box shape and the threads per row, as log2.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Walk {
+    width: u64,
+    height: u64,
+    depth: u64,
+    tpr_log2: u32,
+}
+
+/// Blocks at most in one region launch (and so partial sums at most in one reduction). Every
+/// kernel strides over what its grid does not cover.
+const MAX_BLOCKS: u64 = 1 << 16;
+
+/// The launch shape for a box of `(w, h, d)` launch units: a power-of-two number of threads per
+/// row (up to a block), row groups over grid.x and column chunks of four passes over grid.y. It
+/// depends on the box only, never on the device: the sum's order of additions follows from it.
+fn walk((w, h, d): Shape) -> (Walk, u32, u32) {
+    let tpr = w.next_power_of_two().min(u64::from(THREADS));
+    let rows_per_block = u64::from(THREADS) / tpr;
+    let gy = w.div_ceil(tpr * 4).clamp(1, 65535);
+    let gx = (h * d)
+        .div_ceil(rows_per_block)
+        .clamp(1, (MAX_BLOCKS / gy).max(1));
+    let walk = Walk {
+        width: w,
+        height: h,
+        depth: d,
+        tpr_log2: tpr.trailing_zeros(),
+    };
+    (walk, gx as u32, gy as u32)
+}
+
+/// Launches `f` with `params` on `stream` over the grid of `walk`.
+///
+/// # Safety
+/// `params` must match `f`'s parameters, and what they address be valid on `stream`.
+unsafe fn launch(
+    stream: &CudaStream,
+    f: sys::CUfunction,
+    grid: (u32, u32),
+    params: &mut [*mut core::ffi::c_void],
+    what: &'static str,
+) -> Result<()> {
+    bind(stream)?;
+    // SAFETY: by the caller's contract; the driver copies the parameters before returning.
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            f,
+            (grid.0, grid.1, 1),
+            (THREADS, 1, 1),
+            0,
+            stream.cu_stream(),
+            params,
+        )
+    }
+    .map_err(driver(what))
+}
+
+fn empty((w, h, d): Shape) -> bool {
+    w == 0 || h == 0 || d == 0
+}
+
+/// `acc[box] += src[box]` (and `src[box] ← 0` when `zero_src`) for elements of `dtype`, on
+/// `stream`: one launch, 16-byte vectors when both sides allow them.
+///
+/// # Safety
+/// Both boxes must be valid device-reachable memory ordered on `stream`, and disjoint or the same
+/// box (each element is read before it is written by the same thread).
+pub(crate) unsafe fn accumulate(
+    stream: &CudaStream,
+    dtype: Dtype,
+    acc: Side,
+    src: Side,
+    shape: Shape,
+    zero_src: bool,
+) -> Result<()> {
+    if empty(shape) {
+        return Ok(());
+    }
+    let loaded = pool::kernels(stream.context())?;
+    let (index, reals) = real_kernel(dtype);
+    let real = (dtype.size() as u64) / reals;
+    // In reals: a complex element is `reals` consecutive reals.
+    let (w, h, d) = (shape.0 * reals, shape.1, shape.2);
+    let (mut a, mut s) = (acc, src);
+    for side in [&mut a, &mut s] {
+        side.row *= reals;
+        side.slice *= reals;
+    }
+    let per_vector = 16 / real;
+    let aligned = |x: u64| x.is_multiple_of(16);
+    let vec = [a.addr, s.addr].iter().all(|&p| aligned(p))
+        && [a.row, a.slice, s.row, s.slice, w]
+            .iter()
+            .all(|&x| aligned(x * real) || x == 0)
+        && (h * d == 1 || (aligned(a.row * real) && aligned(s.row * real)));
+    let (f, unit) = if vec {
+        (loaded.region[1][index], per_vector)
+    } else {
+        (loaded.region[0][index], 1)
+    };
+    let (walk, gx, gy) = walk((w / unit, h, d));
+    let mut walk = walk;
+    let (mut pa, mut ar, mut asl) = (a.addr, a.row / unit, a.slice / unit);
+    let (mut ps, mut sr, mut ssl) = (s.addr, s.row / unit, s.slice / unit);
+    let mut zero = u32::from(zero_src);
+    let mut params: [*mut core::ffi::c_void; 8] = [
+        (&raw mut pa).cast(),
+        (&raw mut ar).cast(),
+        (&raw mut asl).cast(),
+        (&raw mut ps).cast(),
+        (&raw mut sr).cast(),
+        (&raw mut ssl).cast(),
+        (&raw mut walk).cast(),
+        (&raw mut zero).cast(),
+    ];
+    // SAFETY: the parameters match `region_accumulate*` (void*, u64, u64, void*, u64, u64, Walk,
+    // unsigned); the boxes are valid by the caller's contract.
+    unsafe {
+        launch(
+            stream,
+            f,
+            (gx, gy),
+            &mut params,
+            "cuLaunchKernel (region accumulate)",
+        )
+    }
+}
+
+/// `dst[box] ← value` for elements of `size` bytes (2, 4, 8 or 16), `value` being the element's
+/// bytes; 16-byte stores when the box allows them.
+///
+/// # Safety
+/// The box must be valid device-reachable memory ordered on `stream`.
+pub(crate) unsafe fn fill(
+    stream: &CudaStream,
+    dst: Side,
+    shape: Shape,
+    size: usize,
+    value: &[u8],
+) -> Result<()> {
+    if empty(shape) {
+        return Ok(());
+    }
+    let loaded = pool::kernels(stream.context())?;
+    let size = size as u64;
+    let (w, h, d) = shape;
+    let aligned = |x: u64| x.is_multiple_of(16);
+    let vec = aligned(dst.addr)
+        && aligned(w * size)
+        && (h * d == 1 || aligned(dst.row * size))
+        && (d == 1 || aligned(dst.slice * size));
+    // The value repeated over 16 bytes, for the vector launch (and as the scalar's low bytes).
+    let mut pattern = [0u8; 16];
+    for (i, b) in pattern.iter_mut().enumerate() {
+        *b = value[i % value.len()];
+    }
+    let (f, unit) = if vec {
+        (loaded.fill[3], 16 / size)
+    } else {
+        let i = match size {
+            2 => 0,
+            4 => 1,
+            8 => 2,
+            _ => 3,
+        };
+        (loaded.fill[i], 1)
+    };
+    let (mut walk, gx, gy) = walk((w / unit, h, d));
+    let (mut p, mut r, mut sl) = (dst.addr, dst.row / unit, dst.slice / unit);
+    let mut lo = u64::from_le_bytes(pattern[..8].try_into().expect("8 bytes"));
+    let mut hi = u64::from_le_bytes(pattern[8..].try_into().expect("8 bytes"));
+    let mut params: [*mut core::ffi::c_void; 6] = [
+        (&raw mut p).cast(),
+        (&raw mut r).cast(),
+        (&raw mut sl).cast(),
+        (&raw mut walk).cast(),
+        (&raw mut lo).cast(),
+        (&raw mut hi).cast(),
+    ];
+    // SAFETY: the parameters match `region_fill_b*` (P*, u64, u64, Walk, u64, u64); the box is
+    // valid by the caller's contract.
+    unsafe {
+        launch(
+            stream,
+            f,
+            (gx, gy),
+            &mut params,
+            "cuLaunchKernel (region fill)",
+        )
+    }
+}
+
+/// The sum kernels, in the order they are loaded.
+pub(crate) const SUMS: [&str; 6] = ["f32", "f64", "f16", "bf16", "c32", "c64"];
+
+/// How many partial sums (`f64`, one per component) the reduction of a box writes.
+pub(crate) fn sum_partials(dtype: Dtype, shape: Shape) -> usize {
+    let (_, gx, gy) = walk(shape);
+    (gx as usize) * (gy as usize) * components(dtype)
+}
+
+/// Real components of one element: 2 for complex.
+pub(crate) fn components(dtype: Dtype) -> usize {
+    match dtype {
+        Dtype::C32 | Dtype::C64 => 2,
+        _ => 1,
+    }
+}
+
+/// The deterministic sum of `src[box]` in `f64` per component, written to `out` (device-reachable,
+/// `components(dtype)` doubles), through `partials` (device memory of [`sum_partials`] doubles).
+///
+/// # Safety
+/// The box, `partials` and `out` must be valid device-reachable memory ordered on `stream`.
+pub(crate) unsafe fn sum(
+    stream: &CudaStream,
+    dtype: Dtype,
+    src: Side,
+    shape: Shape,
+    partials: u64,
+    out: u64,
+) -> Result<()> {
+    let loaded = pool::kernels(stream.context())?;
+    let index = match dtype {
+        Dtype::F32 => 0,
+        Dtype::F64 => 1,
+        Dtype::F16 => 2,
+        Dtype::Bf16 => 3,
+        Dtype::C32 => 4,
+        Dtype::C64 => 5,
+    };
+    let (mut walk_, gx, gy) = walk(shape);
+    let mut blocks = u64::from(gx) * u64::from(gy);
+    let (mut p, mut r, mut sl, mut part) = (src.addr, src.row, src.slice, partials);
+    if !empty(shape) {
+        let mut params: [*mut core::ffi::c_void; 5] = [
+            (&raw mut p).cast(),
+            (&raw mut r).cast(),
+            (&raw mut sl).cast(),
+            (&raw mut walk_).cast(),
+            (&raw mut part).cast(),
+        ];
+        // SAFETY: the parameters match `region_sum_*` (const S*, u64, u64, Walk, double*).
+        unsafe {
+            launch(
+                stream,
+                loaded.sum[index],
+                (gx, gy),
+                &mut params,
+                "cuLaunchKernel (region sum)",
+            )?
+        };
+    } else {
+        blocks = 0;
+    }
+    let mut comps = components(dtype) as u32;
+    let mut out = out;
+    let mut params: [*mut core::ffi::c_void; 4] = [
+        (&raw mut part).cast(),
+        (&raw mut blocks).cast(),
+        (&raw mut comps).cast(),
+        (&raw mut out).cast(),
+    ];
+    // SAFETY: the parameters match `region_sum_finish` (const double*, u64, unsigned, double*);
+    // one block, as the kernel expects.
+    unsafe {
+        launch(
+            stream,
+            loaded.sum_finish,
+            (1, 1),
+            &mut params,
+            "cuLaunchKernel (region sum finish)",
+        )
+    }
+}
+
+/// Where one side of a box copy is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum At {
+    /// Memory the host reaches only by itself (pageable, or pinned used from the host).
+    Host(u64),
+    /// A unified-address-space pointer the driver classifies (device, managed, pinned).
+    Unified(u64),
+}
+
+/// Copies a box of `shape` elements of `size` bytes from `src` (strides in elements) into `dst`,
+/// with `cuMemcpy3DAsync` on `stream`.
+///
+/// # Safety
+/// Both boxes valid for the copy; a pageable host side is read or written before the call
+/// returns, a pinned one when the stream reaches the copy.
+pub(crate) unsafe fn copy_box(
+    stream: &CudaStream,
+    size: usize,
+    (dst, dst_row, dst_slice): (At, u64, u64),
+    (src, src_row, src_slice): (At, u64, u64),
+    shape: Shape,
+) -> Result<()> {
+    if empty(shape) {
+        return Ok(());
+    }
+    let size = size as u64;
+    let (w, h, d) = shape;
+    // SAFETY: a plain C struct of integers and pointers; all-zero is its documented default.
+    let mut c: sys::CUDA_MEMCPY3D = unsafe { core::mem::zeroed() };
+    let height = |row: u64, slice: u64| slice.checked_div(row).unwrap_or(h);
+    match src {
+        At::Host(p) => {
+            c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            c.srcHost = p as *const core::ffi::c_void;
+        }
+        At::Unified(p) => {
+            c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+            c.srcDevice = p;
+        }
+    }
+    match dst {
+        At::Host(p) => {
+            c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            c.dstHost = p as *mut core::ffi::c_void;
+        }
+        At::Unified(p) => {
+            c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+            c.dstDevice = p;
+        }
+    }
+    let pitch = |row: u64| (row.max(w) * size) as usize;
+    c.srcPitch = pitch(src_row);
+    c.srcHeight = height(src_row, src_slice).max(h) as usize;
+    c.dstPitch = pitch(dst_row);
+    c.dstHeight = height(dst_row, dst_slice).max(h) as usize;
+    c.WidthInBytes = (w * size) as usize;
+    c.Height = h as usize;
+    c.Depth = d as usize;
+    bind(stream)?;
+    // SAFETY: `c` describes two valid boxes by the caller's contract.
+    unsafe { sys::cuMemcpy3DAsync_v2(&c, stream.cu_stream()) }
+        .result()
+        .map_err(driver("cuMemcpy3DAsync (region staging)"))
+}
