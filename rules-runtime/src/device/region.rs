@@ -31,20 +31,28 @@ struct Walk {
     tpr_log2: u32,
 }
 
-/// Blocks at most in one region launch (and so partial sums at most in one reduction). Every
-/// kernel strides over what its grid does not cover.
+/// Blocks at most in one region launch. Every kernel strides over what its grid does not cover.
 const MAX_BLOCKS: u64 = 1 << 16;
+/// Blocks at most in one reduction (so partial sums at most): few enough that the partials cost
+/// nothing, enough to fill any GPU several times over.
+const SUM_BLOCKS: u64 = 1 << 11;
 
 /// The launch shape for a box of `(w, h, d)` launch units: a power-of-two number of threads per
-/// row (up to a block), row groups over grid.x and column chunks of four passes over grid.y. It
-/// depends on the box only, never on the device: the sum's order of additions follows from it.
-fn walk((w, h, d): Shape) -> (Walk, u32, u32) {
-    let tpr = w.next_power_of_two().min(u64::from(THREADS));
+/// row (up to a block), row groups over grid.x, column chunks over grid.y, each thread taking
+/// `passes` columns of a row, and at most `cap` blocks. It depends on the box only, never on
+/// the device: the sum's order of additions follows from it.
+fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
+    // Narrow rows: the next power of two (a 3-wide row takes 4 threads). Wider rows: about a
+    // quarter of the row per thread group, so that the last pass over a row leaves few threads
+    // idle (333 columns take 64 threads, six passes, not 256 threads and two).
+    let tpr = if w < 128 {
+        w.next_power_of_two()
+    } else {
+        (1u64 << (w / 4).ilog2()).clamp(32, u64::from(THREADS))
+    };
     let rows_per_block = u64::from(THREADS) / tpr;
-    let gy = w.div_ceil(tpr * 4).clamp(1, 65535);
-    let gx = (h * d)
-        .div_ceil(rows_per_block)
-        .clamp(1, (MAX_BLOCKS / gy).max(1));
+    let gy = w.div_ceil(tpr * passes).clamp(1, 65535.min(cap));
+    let gx = (h * d).div_ceil(rows_per_block).clamp(1, (cap / gy).max(1));
     let walk = Walk {
         width: w,
         height: h,
@@ -52,6 +60,16 @@ fn walk((w, h, d): Shape) -> (Walk, u32, u32) {
         tpr_log2: tpr.trailing_zeros(),
     };
     (walk, gx as u32, gy as u32)
+}
+
+/// The shape of the element-wise kernels: four columns per thread, up to [`MAX_BLOCKS`].
+fn walk(shape: Shape) -> (Walk, u32, u32) {
+    walk_with(shape, 4, MAX_BLOCKS)
+}
+
+/// The shape of the reduction: up to [`SUM_BLOCKS`] blocks.
+fn walk_sum(shape: Shape) -> (Walk, u32, u32) {
+    walk_with(shape, 16, SUM_BLOCKS)
 }
 
 /// Launches `f` with `params` on `stream` over the grid of `walk`.
@@ -220,7 +238,7 @@ pub(crate) const SUMS: [&str; 6] = ["f32", "f64", "f16", "bf16", "c32", "c64"];
 
 /// How many partial sums (`f64`, one per component) the reduction of a box writes.
 pub(crate) fn sum_partials(dtype: Dtype, shape: Shape) -> usize {
-    let (_, gx, gy) = walk(shape);
+    let (_, gx, gy) = walk_sum(shape);
     (gx as usize) * (gy as usize) * components(dtype)
 }
 
@@ -254,7 +272,7 @@ pub(crate) unsafe fn sum(
         Dtype::C32 => 4,
         Dtype::C64 => 5,
     };
-    let (mut walk_, gx, gy) = walk(shape);
+    let (mut walk_, gx, gy) = walk_sum(shape);
     let mut blocks = u64::from(gx) * u64::from(gy);
     let (mut p, mut r, mut sl, mut part) = (src.addr, src.row, src.slice, partials);
     if !empty(shape) {
@@ -326,37 +344,45 @@ pub(crate) unsafe fn copy_box(
     }
     let size = size as u64;
     let (w, h, d) = shape;
-    // SAFETY: a plain C struct of integers and pointers; all-zero is its documented default.
-    let mut c: sys::CUDA_MEMCPY3D = unsafe { core::mem::zeroed() };
-    let height = |row: u64, slice: u64| slice.checked_div(row).unwrap_or(h);
-    match src {
-        At::Host(p) => {
-            c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            c.srcHost = p as *const core::ffi::c_void;
-        }
-        At::Unified(p) => {
-            c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-            c.srcDevice = p;
-        }
-    }
-    match dst {
-        At::Host(p) => {
-            c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            c.dstHost = p as *mut core::ffi::c_void;
-        }
-        At::Unified(p) => {
-            c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-            c.dstDevice = p;
-        }
-    }
+    let height = |row: u64, slice: u64| slice.checked_div(row).unwrap_or(h).max(h) as usize;
     let pitch = |row: u64| (row.max(w) * size) as usize;
-    c.srcPitch = pitch(src_row);
-    c.srcHeight = height(src_row, src_slice).max(h) as usize;
-    c.dstPitch = pitch(dst_row);
-    c.dstHeight = height(dst_row, dst_slice).max(h) as usize;
-    c.WidthInBytes = (w * size) as usize;
-    c.Height = h as usize;
-    c.Depth = d as usize;
+    let (src_type, src_host, src_device) = match src {
+        At::Host(p) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, p, 0),
+        At::Unified(p) => (sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED, 0, p),
+    };
+    let (dst_type, dst_host, dst_device) = match dst {
+        At::Host(p) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, p, 0),
+        At::Unified(p) => (sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED, 0, p),
+    };
+    // Every field written out: the memory-type enum has no zero value, so the struct has no
+    // all-zero default.
+    let c = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host as *const core::ffi::c_void,
+        srcDevice: src_device,
+        srcArray: core::ptr::null_mut(),
+        reserved0: core::ptr::null_mut(),
+        srcPitch: pitch(src_row),
+        srcHeight: height(src_row, src_slice),
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host as *mut core::ffi::c_void,
+        dstDevice: dst_device,
+        dstArray: core::ptr::null_mut(),
+        reserved1: core::ptr::null_mut(),
+        dstPitch: pitch(dst_row),
+        dstHeight: height(dst_row, dst_slice),
+        WidthInBytes: (w * size) as usize,
+        Height: h as usize,
+        Depth: d as usize,
+    };
     bind(stream)?;
     // SAFETY: `c` describes two valid boxes by the caller's contract.
     unsafe { sys::cuMemcpy3DAsync_v2(&c, stream.cu_stream()) }

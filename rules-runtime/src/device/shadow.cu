@@ -146,53 +146,93 @@ struct Walk {
     u64 width, height, depth;
     unsigned tpr_log2;
 
-    // Calls f(row_in_box, slice, column) for this thread's share of the box, in a fixed order.
+    // Calls f(row_in_box, slice, first_column, column_step) for each row this thread takes part
+    // in, in a fixed order; the thread's columns of that row are first, first + step, ...
     template <typename F>
-    __device__ __forceinline__ void each(F f) const {
+    __device__ __forceinline__ void rows(F f) const {
         const unsigned lane = threadIdx.x & ((1u << tpr_log2) - 1);
         const u64 rows_per_block = blockDim.x >> tpr_log2;
-        const u64 rows = height * depth;
+        const u64 n_rows = height * depth;
         const u64 tpr = 1ull << tpr_log2;
-        for (u64 row = (u64)blockIdx.x * rows_per_block + (threadIdx.x >> tpr_log2); row < rows;
+        const u64 first = (u64)blockIdx.y * tpr + lane, step = (u64)gridDim.y * tpr;
+        for (u64 row = (u64)blockIdx.x * rows_per_block + (threadIdx.x >> tpr_log2); row < n_rows;
              row += (u64)gridDim.x * rows_per_block) {
             u64 y = row, z = 0;
             if (depth > 1) {
                 z = row / height;
                 y = row - z * height;
             }
-            for (u64 x = (u64)blockIdx.y * tpr + lane; x < width; x += (u64)gridDim.y * tpr) f(y, z, x);
+            f(y, z, first, step);
         }
+    }
+
+    // Calls f(row_in_box, slice, column) for this thread's share of the box, in a fixed order.
+    template <typename F>
+    __device__ __forceinline__ void each(F f) const {
+        const u64 w = width;
+        rows([&](u64 y, u64 z, u64 first, u64 step) {
+            for (u64 x = first; x < w; x += step) f(y, z, x);
+        });
     }
 };
 
 // acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element or per
 // 16-byte vector: VEC selects T::V, used when both sides' addresses and pitches are 16-byte
 // aligned and the row is a whole number of vectors.
+// Loads and stores for the region kernels: streaming (.cs) for 16-byte vectors, whose sectors
+// are used once; plain for elements, where neighbouring rows of a narrow box share sectors.
+template <typename P> __device__ __forceinline__ P ld(const P* p) { return *p; }
+template <typename P> __device__ __forceinline__ void st(P* p, P v) { *p = v; }
+template <> __device__ __forceinline__ float4 ld(const float4* p) { return __ldcs(p); }
+template <> __device__ __forceinline__ double2 ld(const double2* p) { return __ldcs(p); }
+template <> __device__ __forceinline__ uint4 ld(const uint4* p) { return __ldcs(p); }
+template <> __device__ __forceinline__ void st(float4* p, float4 v) { __stcs(p, v); }
+template <> __device__ __forceinline__ void st(double2* p, double2 v) { __stcs(p, v); }
+template <> __device__ __forceinline__ void st(uint4* p, uint4 v) { __stcs(p, v); }
+// T::add for elements, T::addv for vectors, picked by the launch type.
+template <typename T> __device__ __forceinline__ typename T::S addp(typename T::S a, typename T::S b) { return T::add(a, b); }
+template <typename T> __device__ __forceinline__ typename T::V addp(typename T::V a, typename T::V b) { return T::addv(a, b); }
+template <typename T> __device__ __forceinline__ typename T::S zerop(typename T::S*) { return T::zero(); }
+template <typename T> __device__ __forceinline__ typename T::V zerop(typename T::V*) { return T::zerov(); }
+template <bool C, typename A, typename B> struct pick { typedef A type; };
+template <typename A, typename B> struct pick<false, A, B> { typedef B type; };
+
+// acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element (T::S) or
+// per 16-byte vector (T::V, used when both sides' addresses and pitches are 16-byte aligned and
+// the row is a whole number of vectors). Up to four columns are loaded before any is stored, so each
+// thread keeps four loads of each operand in flight. A thread reads each of its elements before
+// writing it, so the same box on both sides (a self-copy's reverse) is safe.
 template <typename T, bool VEC>
 __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, void* src, u64 spitch,
                                             u64 sslice, Walk w, unsigned zero_src) {
     typedef typename T::S S;
     typedef typename T::V V;
-    if (VEC) {
-        V* a = (V*)acc;
-        V* s = (V*)src;
-        w.each([&](u64 y, u64 z, u64 x) {
-            V* pa = a + z * aslice + y * apitch + x;
-            V* ps = s + z * sslice + y * spitch + x;
-            V va = __ldcs(pa), vs = __ldcs(ps);
-            __stcs(pa, T::addv(va, vs));
-            if (zero_src) __stcs(ps, T::zerov());
-        });
-    } else {
-        S* a = (S*)acc;
-        S* s = (S*)src;
-        w.each([&](u64 y, u64 z, u64 x) {
-            S* pa = a + z * aslice + y * apitch + x;
-            S* ps = s + z * sslice + y * spitch + x;
-            *pa = T::add(*pa, *ps);
-            if (zero_src) *ps = T::zero();
-        });
-    }
+    typedef typename pick<VEC, V, S>::type P;
+    P* a = (P*)acc;
+    P* s = (P*)src;
+    const u64 width = w.width;
+    w.rows([&](u64 y, u64 z, u64 x, u64 step) {
+        P* ra = a + z * aslice + y * apitch;
+        P* rs = s + z * sslice + y * spitch;
+        // Batches of up to four columns: all loads first, then all stores.
+        for (; x < width; x += 4 * step) {
+            P va[4], vs[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                if (x + k * step < width) {
+                    va[k] = ld(ra + x + k * step);
+                    vs[k] = ld(rs + x + k * step);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                if (x + k * step < width) {
+                    st(ra + x + k * step, addp<T>(va[k], vs[k]));
+                    if (zero_src) st(rs + x + k * step, zerop<T>((P*)0));
+                }
+            }
+        }
+    });
 }
 
 #define REGION_KERNELS(NAME, T)                                                                        \
@@ -251,34 +291,48 @@ struct SumBF16 { typedef u16 S; __device__ static double get(S v) { return bf16_
 
 #define SUM_THREADS 256
 
-// Reduces `v` over the block (blockDim.x == SUM_THREADS) in a fixed tree; thread 0 gets the sum.
+// Reduces `v` over the block (blockDim.x == SUM_THREADS) in a fixed tree (shuffles within each
+// warp, then the warps' sums in shared memory); every thread gets the sum.
 __device__ __forceinline__ double block_sum(double v, double* sh) {
-    sh[threadIdx.x] = v;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) sh[warp] = v;
     __syncthreads();
-    for (unsigned s = SUM_THREADS / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    double r = sh[0];
+    v = lane < SUM_THREADS / 32 ? sh[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    v = __shfl_sync(0xffffffffu, v, 0);
     __syncthreads();
-    return r;
+    return v;
 }
 
+// Each thread adds its elements into four f64 accumulators (element k of its column sequence
+// into accumulator k mod 4, four loads in flight), which it then combines in a fixed order.
 template <typename T, int C>
 __device__ __forceinline__ void region_sum(const typename T::S* src, u64 pitch, u64 slice, Walk w,
                                            double* partials) {
-    __shared__ double sh[SUM_THREADS];
-    double acc[C];
-    for (int c = 0; c < C; c++) acc[c] = 0.0;
-    // The walk is over elements; pitches are in elements; component c of element x is at
-    // x * C + c.
-    w.each([&](u64 y, u64 z, u64 x) {
-        const typename T::S* p = src + (z * slice + y * pitch + x) * C;
-        for (int c = 0; c < C; c++) acc[c] += T::get(p[c]);
+    __shared__ double sh[SUM_THREADS / 32];
+    double acc[C][4];
+    for (int c = 0; c < C; c++)
+        for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
+    const u64 width = w.width;
+    // Pitches are in elements; component c of element x is at x * C + c.
+    w.rows([&](u64 y, u64 z, u64 x, u64 step) {
+        const typename T::S* row = src + (z * slice + y * pitch) * C;
+        for (; x < width; x += 4 * step) {
+            typename T::S v[4][C];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (x + k * step < width)
+                    for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (x + k * step < width)
+                    for (int c = 0; c < C; c++) acc[c][k] += T::get(v[k][c]);
+        }
     });
     const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
     for (int c = 0; c < C; c++) {
-        double total = block_sum(acc[c], sh);
+        double total = block_sum((acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]), sh);
         if (threadIdx.x == 0) partials[block * C + c] = total;
     }
 }
@@ -298,7 +352,7 @@ SUM_KERNEL(c64, SumF64, 2)
 // One block: sums `blocks` partials of `comps` components each, in a fixed order, into
 // out[0..comps] (f64).
 extern "C" __global__ void region_sum_finish(const double* partials, u64 blocks, unsigned comps, double* out) {
-    __shared__ double sh[SUM_THREADS];
+    __shared__ double sh[SUM_THREADS / 32];
     for (unsigned c = 0; c < comps; c++) {
         double v = 0.0;
         for (u64 i = threadIdx.x; i < blocks; i += SUM_THREADS) v += partials[i * comps + c];

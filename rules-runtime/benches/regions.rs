@@ -1,0 +1,183 @@
+//! Benchmark of the region operations against the driver and cuBLAS, measured in the same run.
+//!
+//!     cargo bench -p rules-runtime --features testing --bench regions      (on a GPU machine)
+//!
+//! Same method as `shadow_ops` (CUDA events around k back-to-back calls, warm-up, median).
+//! - Strided accumulate-and-zero of a 2D box (`acc[R] += src[R]; src[R] ← 0`: 2 reads + 2 writes
+//!   per element) against `cuMemcpy2DAsync` device→device of the same box (1 read + 1 write),
+//!   compared in bandwidth (bytes moved per second), at several widths and pitches, odd ones
+//!   included.
+//! - The deterministic sum (the reverse of `fill`) against cuBLAS `sasum` over the same bytes,
+//!   both returning their result to the host (cuBLAS in its default host pointer mode, which
+//!   waits for the result, as `sum_region` does).
+
+use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
+use rules_runtime::{On, Pitched, accumulate_and_zero_region, accumulate_region, sum_region};
+use std::sync::Arc;
+
+mod common;
+
+type R<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn median_us(s: &Arc<CudaStream>, bytes: usize, f: impl FnMut() -> R<()>) -> R<f64> {
+    let k = if bytes >= 256 << 20 {
+        2
+    } else if bytes >= 16 << 20 {
+        8
+    } else {
+        50
+    };
+    common::median_us_k(s, k, 21, f)
+}
+
+fn gbs(bytes: f64, us: f64) -> f64 {
+    bytes / us / 1e3
+}
+
+/// Non-zero device data (values in [-1, 1)).
+fn data(s: &Arc<CudaStream>, n: usize, seed: u32) -> R<CudaSlice<f32>> {
+    let mut x = seed.wrapping_mul(2654435761).wrapping_add(1);
+    let host: Vec<f32> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 8) as f32 / (1 << 23) as f32 - 1.0
+        })
+        .collect();
+    Ok(s.clone_htod(&host)?)
+}
+
+fn main() -> R<()> {
+    let ctx = match rules_runtime::cuda::context(0) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("no GPU ({e}): nothing to measure");
+            return Ok(());
+        }
+    };
+    let s = ctx.default_stream();
+    println!("device: {}", ctx.name()?);
+    println!("timing: CUDA events around k back-to-back calls, median of 21 repetitions, per call");
+
+    println!(
+        "\n## 2D box: accumulate_and_zero_region vs cuMemcpy2DAsync D2D of the same box (f32)"
+    );
+    println!(
+        "| width | height | pitch B | box MiB | ours us | ours GB/s (2R+2W) | accumulate only us | cuMemcpy2D us | copy GB/s (R+W) | ours / copy bandwidth |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let shapes: [(usize, usize, usize); 7] = [
+        (8192, 4096, 8192 * 4),
+        (8192, 4096, 8200 * 4),
+        (8191, 4096, 8197 * 4),
+        (1000, 16384, 1024 * 4),
+        (333, 65536, 347 * 4),
+        (3, 1 << 22, 16),
+        (1 << 24, 1, 1 << 26),
+    ];
+    for (w, h, pitch) in shapes {
+        let row = pitch / 4;
+        let len = (h - 1) * row + w;
+        let a = data(&s, len, 1)?;
+        let b = data(&s, len, 2)?;
+        let (mut a, mut b) = (a, b);
+        let r = Pitched::rows(0, w, h, pitch);
+        let box_bytes = (w * h * 4) as f64;
+        let ours = median_us(&s, 4 * w * h * 4, || {
+            Ok(accumulate_and_zero_region(
+                On::stream(&s),
+                &mut a,
+                r,
+                &mut b,
+                r,
+            )?)
+        })?;
+        let acc_only = median_us(&s, 3 * w * h * 4, || {
+            Ok(accumulate_region(On::stream(&s), &mut a, r, &b, r)?)
+        })?;
+        let copy = {
+            let (pa, _ga) = a.device_ptr_mut(&s);
+            let (pb, _gb) = b.device_ptr(&s);
+            let c = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: core::ptr::null(),
+                srcDevice: pb,
+                srcArray: core::ptr::null_mut(),
+                srcPitch: pitch,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: core::ptr::null_mut(),
+                dstDevice: pa,
+                dstArray: core::ptr::null_mut(),
+                dstPitch: pitch,
+                WidthInBytes: w * 4,
+                Height: h,
+            };
+            let cs = s.cu_stream();
+            median_us(&s, 2 * w * h * 4, || {
+                // SAFETY: both boxes lie inside their allocations.
+                unsafe { sys::cuMemcpy2DAsync_v2(&c, cs) }.result()?;
+                Ok(())
+            })?
+        };
+        let (ours_bw, copy_bw) = (gbs(4.0 * box_bytes, ours), gbs(2.0 * box_bytes, copy));
+        println!(
+            "| {w} | {h} | {pitch} | {:.1} | {ours:.1} | {ours_bw:.0} | {acc_only:.1} | {copy:.1} | {copy_bw:.0} | {:.3} |",
+            box_bytes / (1 << 20) as f64,
+            ours_bw / copy_bw
+        );
+    }
+
+    println!("\n## deterministic sum (fill's reverse) vs cuBLAS sasum, f32, result on the host");
+    println!("| n / box | ours us | ours GB/s | sasum us | sasum GB/s | ours / sasum throughput |");
+    println!("|---|---|---|---|---|---|");
+    let blas = CudaBlas::new(s.clone())?;
+    for n in [1usize << 20, 1 << 24, 1 << 26, 1 << 28] {
+        let x = data(&s, n, 3)?;
+        let r = Pitched::linear::<f32>(0, n);
+        let ours = median_us(&s, n * 4, || {
+            let v = sum_region(On::stream(&s), &x, r)?;
+            std::hint::black_box(v);
+            Ok(())
+        })?;
+        let sasum = {
+            let (px, _g) = x.device_ptr(&s);
+            let h = *blas.handle();
+            median_us(&s, n * 4, || {
+                let mut out = 0.0f32;
+                // SAFETY: `px` holds `n` floats; host pointer mode (the default) writes `out`
+                // before returning.
+                unsafe { blas::cublasSasum_v2(h, n as i32, px as _, 1, &mut out).result()? };
+                std::hint::black_box(out);
+                Ok(())
+            })?
+        };
+        let bytes = (n * 4) as f64;
+        println!(
+            "| {n} | {ours:.1} | {:.0} | {sasum:.1} | {:.0} | {:.3} |",
+            gbs(bytes, ours),
+            gbs(bytes, sasum),
+            sasum / ours
+        );
+    }
+    // A 2D box with padding (the sum of a fill over a pitched region).
+    for (w, h, pitch) in [(8191usize, 8192usize, 8197 * 4), (3, 1 << 22, 16)] {
+        let row = pitch / 4;
+        let x = data(&s, (h - 1) * row + w, 4)?;
+        let r = Pitched::rows(0, w, h, pitch);
+        let ours = median_us(&s, w * h * 4, || {
+            std::hint::black_box(sum_region(On::stream(&s), &x, r)?);
+            Ok(())
+        })?;
+        println!(
+            "| {w}x{h} (pitch {pitch} B) | {ours:.1} | {:.0} | - | - | - |",
+            gbs((w * h * 4) as f64, ours)
+        );
+    }
+    Ok(())
+}
