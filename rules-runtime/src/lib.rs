@@ -72,10 +72,9 @@ pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
 pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
-pub use ops::region::{
-    accumulate_and_zero_region, accumulate_region, fill_region, sum_region, zero_region,
-};
+pub use ops::region::{accumulate_and_zero_region, accumulate_region, fill_region, zero_region};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
+pub use ops::{SavedRegion, accumulate_sum_region, restore_region, save_region, sum_region};
 pub use region::Pitched;
 pub use rules::{CopyTape, PrimalOutcome};
 pub use rules_macro::derivative_rule;

@@ -10,8 +10,8 @@ use rules_runtime::cudarc::driver::{
 use rules_runtime::memory::MemoryKind;
 use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{
-    On, Pitched, ShadowMemory, accumulate_and_zero_region, accumulate_region, fill_region,
-    sum_region, zero_region,
+    On, Pitched, ShadowMemory, accumulate_and_zero_region, accumulate_region,
+    accumulate_sum_region, fill_region, restore_region, save_region, sum_region, zero_region,
 };
 use std::sync::Arc;
 
@@ -303,4 +303,52 @@ fn sum_and_fill_beyond_2_pow_31() {
     assert_eq!(sum_region(On::stream(&s), &d, r).unwrap(), n as f32);
     let tail = s.clone_dtoh(&d.slice(n - 1..)).unwrap();
     assert_eq!(tail, [1.0, 0.0]);
+}
+
+/// The device-resident value of a fill: its shadow receives the sum on the stream (no host wait),
+/// from a box in every memory kind, into a value shadow in every memory kind; the same bits on
+/// every run.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_sum_is_added_into_a_value_shadow_in_every_kind() {
+    let s = gpu();
+    let r = Pitched::rows(2, 333, 40, 347 * 4);
+    let len = len_of(&r);
+    let host = boxed(&r, len, 9);
+    let exact: f64 = indices(&r).iter().map(|&i| f64::from(host[i])).sum();
+    let want = 0.25 + exact as f32; // exact in f32: multiples of 1/64, |sum| < 2^14
+    for kb in KINDS {
+        for ka in KINDS {
+            let b = Buf::new(&s, kb, &host);
+            let mut a = Buf::new(&s, ka, &[0.25]);
+            let src: &dyn ShadowMemory<Elem = f32> = match &b {
+                Buf::Device(d) => d,
+                Buf::Pinned(p) => p,
+                Buf::Unified(u) => u,
+                Buf::Pageable(v) => v,
+            };
+            accumulate_sum_region(On::stream(&s), a.shadow(), src, r).unwrap();
+            assert_eq!(a.read(&s), [want], "{ka} += sum of {kb}");
+        }
+    }
+}
+
+/// `restore`: a saved box comes back after being overwritten, in every memory kind, and nothing
+/// outside it moves.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_saved_box_comes_back_in_every_kind() {
+    let s = gpu();
+    for (r, _) in boxes() {
+        let len = len_of(&r);
+        let orig = boxed(&r, len, 4);
+        for k in KINDS {
+            let mut b = Buf::new(&s, k, &orig);
+            let mut saved = save_region(On::stream(&s), b.shadow(), r).unwrap();
+            fill_region(On::stream(&s), b.shadow(), r, -2.0).unwrap();
+            restore_region(On::stream(&s), b.shadow(), r, &mut saved).unwrap();
+            drop(saved);
+            assert_eq!(b.read(&s), orig, "{k} {r:?}");
+        }
+    }
 }

@@ -8,8 +8,8 @@ use rules_runtime::memory::MemoryKind;
 use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::testing::random_vec;
 use rules_runtime::{
-    Differentiable, Error, On, Pitched, accumulate_and_zero_region, accumulate_region, fill_region,
-    sum_region, zero_region,
+    Differentiable, Error, On, Pitched, accumulate_and_zero_region, accumulate_region,
+    accumulate_sum_region, fill_region, restore_region, save_region, sum_region, zero_region,
 };
 use rules_tests::Rng as Lcg;
 
@@ -264,4 +264,45 @@ fn pitched_copy_adjoint_identity() {
             assert_eq!(w_shadow[d], 0.0);
         }
     }
+}
+
+#[test]
+fn a_sum_is_added_into_a_one_element_value_shadow() {
+    let r = Pitched::rows(1, 3, 4, 40);
+    let v: Vec<f64> = boxed(1 + 3 * 5 + 3 + 2, &r, 21);
+    let exact: f64 = indices(&r, 8).iter().map(|&i| v[i]).sum();
+    let mut acc = vec![1.5f64];
+    accumulate_sum_region(On::Host, &mut acc, &v, r).unwrap();
+    assert_eq!(acc, [1.5 + exact]);
+    // A value shadow of another length, or inside the summed box: typed errors, nothing changed.
+    let mut two = vec![0.0f64; 2];
+    let e = accumulate_sum_region(On::Host, &mut two, &v, r).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
+    assert_eq!(two, [0.0; 2]);
+    let mut buf = v.clone();
+    let p = buf.as_mut_ptr();
+    unsafe {
+        let whole = RawShadow::new(MemoryKind::Host, p, 0, buf.len(), "box").unwrap();
+        let mut inside = RawShadow::new(MemoryKind::Host, p, 7, 1, "value").unwrap();
+        let e = accumulate_sum_region(On::Host, &mut inside, &whole, r).unwrap_err();
+        assert!(matches!(e, Error::Aliasing { .. }), "{e}");
+    }
+    assert_eq!(buf, v);
+}
+
+#[test]
+fn a_saved_box_is_restored_and_nothing_else_is_touched() {
+    let r = Pitched::slices(2, 3, 2, 2, 16, 3);
+    let len = 2 + 4 * 3 + 4 + 3 + 1;
+    let orig: Vec<f32> = boxed(len, &r, 5);
+    let mut buf = orig.clone();
+    let mut saved = save_region(On::Host, &buf, r).unwrap();
+    fill_region(On::Host, &mut buf, r, -3.0).unwrap();
+    buf[0] = 42.0; // outside the box: the restore must not undo it
+    restore_region(On::Host, &mut buf, r, &mut saved).unwrap();
+    let mut want = orig.clone();
+    want[0] = 42.0;
+    assert_eq!(buf, want);
+    let e = restore_region(On::Host, &mut buf, Pitched { width: 2, ..r }, &mut saved).unwrap_err();
+    assert!(matches!(e, Error::BadRegion { .. }), "{e}");
 }

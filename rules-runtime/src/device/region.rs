@@ -250,18 +250,27 @@ pub(crate) fn components(dtype: Dtype) -> usize {
     }
 }
 
-/// The deterministic sum of `src[box]` in `f64` per component, written to `out` (device-reachable,
-/// `components(dtype)` doubles), through `partials` (device memory of [`sum_partials`] doubles).
+/// Where the deterministic sum of a box goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SumTo {
+    /// `components` doubles at this device-reachable address.
+    F64(u64),
+    /// Added (rounded once) into the element at this device address.
+    AddInto(u64),
+}
+
+/// The deterministic sum of `src[box]`, in `f64` per component, through `partials` (device
+/// memory of [`sum_partials`] doubles), written or added where `to` says.
 ///
 /// # Safety
-/// The box, `partials` and `out` must be valid device-reachable memory ordered on `stream`.
+/// The box, `partials` and the target must be valid device-reachable memory ordered on `stream`.
 pub(crate) unsafe fn sum(
     stream: &CudaStream,
     dtype: Dtype,
     src: Side,
     shape: Shape,
     partials: u64,
-    out: u64,
+    to: SumTo,
 ) -> Result<()> {
     let loaded = pool::kernels(stream.context())?;
     let index = match dtype {
@@ -296,24 +305,46 @@ pub(crate) unsafe fn sum(
     } else {
         blocks = 0;
     }
-    let mut comps = components(dtype) as u32;
-    let mut out = out;
-    let mut params: [*mut core::ffi::c_void; 4] = [
-        (&raw mut part).cast(),
-        (&raw mut blocks).cast(),
-        (&raw mut comps).cast(),
-        (&raw mut out).cast(),
-    ];
-    // SAFETY: the parameters match `region_sum_finish` (const double*, u64, unsigned, double*);
-    // one block, as the kernel expects.
-    unsafe {
-        launch(
-            stream,
-            loaded.sum_finish,
-            (1, 1),
-            &mut params,
-            "cuLaunchKernel (region sum finish)",
-        )
+    match to {
+        SumTo::F64(out) => {
+            let mut comps = components(dtype) as u32;
+            let mut out = out;
+            let mut params: [*mut core::ffi::c_void; 4] = [
+                (&raw mut part).cast(),
+                (&raw mut blocks).cast(),
+                (&raw mut comps).cast(),
+                (&raw mut out).cast(),
+            ];
+            // SAFETY: the parameters match `region_sum_finish` (const double*, u64, unsigned,
+            // double*); one block, as the kernel expects.
+            unsafe {
+                launch(
+                    stream,
+                    loaded.sum_finish,
+                    (1, 1),
+                    &mut params,
+                    "cuLaunchKernel (region sum finish)",
+                )
+            }
+        }
+        SumTo::AddInto(acc) => {
+            let mut acc = acc;
+            let mut params: [*mut core::ffi::c_void; 3] = [
+                (&raw mut part).cast(),
+                (&raw mut blocks).cast(),
+                (&raw mut acc).cast(),
+            ];
+            // SAFETY: the parameters match `region_sum_add_*` (const double*, u64, S*); one block.
+            unsafe {
+                launch(
+                    stream,
+                    loaded.sum_add[index],
+                    (1, 1),
+                    &mut params,
+                    "cuLaunchKernel (region sum add)",
+                )
+            }
+        }
     }
 }
 

@@ -360,3 +360,48 @@ extern "C" __global__ void region_sum_finish(const double* partials, u64 blocks,
         if (threadIdx.x == 0) out[c] = total;
     }
 }
+
+// f64 → f32 with round-to-odd (the sticky bit set when inexact): rounding that to a narrower
+// format (f16: 11 bits, bf16: 8 bits, both ≤ 24 - 2) to nearest-even is then the correctly
+// rounded f64 → narrow conversion, with no double-rounding error.
+__device__ __forceinline__ float f32_round_odd(double d) {
+    float f = __double2float_rz(d);
+    if ((double)f != d && d == d) f = __uint_as_float(__float_as_uint(f) | 1u);
+    return f;
+}
+__device__ __forceinline__ u16 f16_from_f64(double d) {
+    u16 h;
+    float f = f32_round_odd(d);
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+struct FromF32 { typedef F32 T; __device__ static float from(double d) { return __double2float_rn(d); } };
+struct FromF64 { typedef F64 T; __device__ static double from(double d) { return d; } };
+struct FromF16 { typedef F16 T; __device__ static u16 from(double d) { return f16_from_f64(d); } };
+struct FromBF16 { typedef BF16 T; __device__ static u16 from(double d) { return (u16)bf16_round(f32_round_odd(d)); } };
+
+// One block: acc[c] += (the sum of the partials of component c), rounded once to the element
+// type: the device-resident value of a fill receives its derivative without a host wait.
+template <typename C, int COMPS>
+__device__ __forceinline__ void sum_finish_add(const double* partials, u64 blocks, typename C::T::S* acc) {
+    __shared__ double sh[SUM_THREADS / 32];
+    for (int c = 0; c < COMPS; c++) {
+        double v = 0.0;
+        for (u64 i = threadIdx.x; i < blocks; i += SUM_THREADS) v += partials[i * COMPS + c];
+        double total = block_sum(v, sh);
+        if (threadIdx.x == 0) acc[c] = C::T::add(acc[c], C::from(total));
+    }
+}
+
+#define SUM_ADD_KERNEL(NAME, C, COMPS)                                                               \
+    extern "C" __global__ void region_sum_add_##NAME(const double* p, u64 blocks, C::T::S* acc) {  \
+        sum_finish_add<C, COMPS>(p, blocks, acc);                                                    \
+    }
+
+SUM_ADD_KERNEL(f32, FromF32, 1)
+SUM_ADD_KERNEL(f64, FromF64, 1)
+SUM_ADD_KERNEL(f16, FromF16, 1)
+SUM_ADD_KERNEL(bf16, FromBF16, 1)
+SUM_ADD_KERNEL(c32, FromF32, 2)
+SUM_ADD_KERNEL(c64, FromF64, 2)

@@ -12,8 +12,12 @@
 //! The copy rules plan every lane before running any, so a bad lane changes nothing.
 
 pub(crate) mod cross;
+pub use saved::{SavedRegion, restore_region, save_region};
+pub use sum::{accumulate_sum_region, sum_region};
 mod host;
 pub mod region;
+mod saved;
+mod sum;
 
 use crate::cuda::{driver, require_driver};
 use crate::device::kernels;

@@ -1,6 +1,6 @@
 //! Shadow work on boxes ([`Pitched`] regions) of a buffer: the operations behind the region rules
 //! (pitched copies, memsets, fills). They take the same route as the whole-buffer operations
-//! (decided once by [`super::plan_with`]: host loops, one stream, staged in or out), and never
+//! (decided once, in one place: host loops, one stream, staged in or out), and never
 //! read or write a byte outside their boxes, padding between rows included.
 //!
 //! Everything is checked before the first write: each box against its buffer and element type,
@@ -93,92 +93,6 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
         Route::Cross(_) => Err(cross_refused(Op::Zero, kind, kind)),
         _ => Err(no_address(Op::Zero, kind, kind)),
     }
-}
-
-/// The sum of `buf[r]`, per lane the derivative of a fill's value: the same bits on every run
-/// for the same input (a fixed order of additions, no atomics), each element added in `f64`
-/// (real and imaginary parts apart). Device memory is summed on the stream, which is then waited
-/// for; host memory by the host in pairs of partial sums.
-///
-/// Error bound: with `n` elements, `|sum - exact| ≤ (n/t + log2(t) + 1) · 2^-53 · Σ|x|` before the
-/// final rounding to the element type, where `t` is the number of partial sums (at least 1);
-/// for f32, f16 and bf16 that is far below half a unit in the last place of the result for any
-/// `n < 2^40`.
-pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Result<A::Elem> {
-    let s = r.check::<A::Elem>("the summed buffer", buf.len())?;
-    if r.elements() == 0 {
-        return Ok(A::Elem::zero());
-    }
-    let kind = buf.kind();
-    match route::<A, A>(on, Op::Accumulate, buf, None)? {
-        Route::Host { after } => {
-            sync(after.as_deref())?;
-            let h = buf
-                .host()?
-                .ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
-            crate::error::check_len("a host view of a shadow", buf.len(), h.len())?;
-            Ok(host_sum(h, s, &r))
-        }
-        Route::Device { stream } => {
-            let d = buf
-                .device(&stream)
-                .ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
-            let dtype = A::Elem::DTYPE;
-            let comps = launch::components(dtype);
-            let parts = launch::sum_partials(dtype, shape(&r)).max(1);
-            let partials = Lease::new(Memory::Device, parts * 8, &stream, &stream)?;
-            let out = Lease::new(Memory::PinnedHost, 16, &stream, &stream)?;
-            // SAFETY: the box was checked; the leases hold `parts` and `comps` doubles; the result
-            // is read only after the stream has been synchronised.
-            unsafe {
-                launch::sum(
-                    &stream,
-                    dtype,
-                    side::<A::Elem>(d.addr(), s),
-                    shape(&r),
-                    partials.ptr(),
-                    out.ptr(),
-                )?;
-            }
-            drop(d);
-            stream
-                .synchronize()
-                .map_err(driver("cuStreamSynchronize (region sum)"))?;
-            // SAFETY: pinned memory of 16 bytes, written by the finished kernel.
-            let got = unsafe { core::slice::from_raw_parts(out.ptr() as *const f64, comps) };
-            Ok(A::Elem::from_parts([
-                got[0],
-                got.get(1).copied().unwrap_or(0.0),
-            ]))
-        }
-        Route::Cross(_) => Err(cross_refused(Op::Accumulate, kind, kind)),
-        _ => Err(no_address(Op::Accumulate, kind, kind)),
-    }
-}
-
-/// The host sum: each row added in `f64` in order, the row sums combined pairwise.
-fn host_sum<T: Differentiable>(h: &[T], s: Strides, r: &Pitched) -> T {
-    let mut rows: Vec<[f64; 2]> = Vec::with_capacity(r.height * r.depth);
-    s.each_row(r, |e| {
-        let mut acc = [0.0f64; 2];
-        for x in &h[e..e + r.width] {
-            let p = x.to_parts();
-            acc[0] += p[0];
-            acc[1] += p[1];
-        }
-        rows.push(acc);
-    });
-    while rows.len() > 1 {
-        rows = rows
-            .chunks(2)
-            .map(|c| match c {
-                [a, b] => [a[0] + b[0], a[1] + b[1]],
-                [a] => *a,
-                _ => unreachable!("chunks of two"),
-            })
-            .collect();
-    }
-    T::from_parts(rows.first().copied().unwrap_or([0.0; 2]))
 }
 
 /// The two-box operations: check both boxes, their shapes and overlap, route, run.
@@ -463,7 +377,7 @@ where
 
 /// The route for a region operation, as for whole buffers; across contexts it is refused by the
 /// caller.
-fn route<'s, A, B>(on: On<'s>, op: Op, acc: &A, src: Option<&B>) -> Result<Route<'s>>
+pub(super) fn route<'s, A, B>(on: On<'s>, op: Op, acc: &A, src: Option<&B>) -> Result<Route<'s>>
 where
     A: ShadowRead + ?Sized,
     B: ShadowRead<Elem = A::Elem> + ?Sized,
@@ -480,7 +394,7 @@ where
     Ok(plan_with(stream_for(on, ops)?, op, ops, acc, src)?.route)
 }
 
-fn sync(s: Option<&CudaStream>) -> Result<()> {
+pub(super) fn sync(s: Option<&CudaStream>) -> Result<()> {
     match s {
         Some(s) => s
             .synchronize()
@@ -489,7 +403,7 @@ fn sync(s: Option<&CudaStream>) -> Result<()> {
     }
 }
 
-fn side<T>(addr: u64, s: Strides) -> Side {
+pub(super) fn side<T>(addr: u64, s: Strides) -> Side {
     Side {
         addr: addr + (s.offset * size_of::<T>()) as u64,
         row: s.row as u64,
@@ -497,17 +411,17 @@ fn side<T>(addr: u64, s: Strides) -> Side {
     }
 }
 
-fn shape(r: &Pitched) -> launch::Shape {
+pub(super) fn shape(r: &Pitched) -> launch::Shape {
     (r.width as u64, r.height as u64, r.depth as u64)
 }
 
 /// The bytes of one element (the fill kernels take the value as bytes).
-fn value_bytes<T: Differentiable>(v: &T) -> Vec<u8> {
+pub(super) fn value_bytes<T: Differentiable>(v: &T) -> Vec<u8> {
     // SAFETY: every `Differentiable` type is plain old data (floats and pairs of floats).
     unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
 }
 
-fn cross_refused(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
+pub(super) fn cross_refused(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
     Error::UnsupportedKinds {
         op: op.name(),
         dst,
@@ -517,7 +431,7 @@ fn cross_refused(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
     }
 }
 
-fn no_address(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
+pub(super) fn no_address(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
     Error::UnsupportedKinds {
         op: op.name(),
         dst,
@@ -527,21 +441,21 @@ fn no_address(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
 }
 
 /// The whole host view of `m`, checked to hold `m.len()` elements (boxes are checked against that).
-fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M) -> Result<&[M::Elem]> {
+pub(super) fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M) -> Result<&[M::Elem]> {
     let kind = m.kind();
     let h = m.host()?.ok_or_else(|| no_address(op, kind, kind))?;
     crate::error::check_len("a host view of a shadow", m.len(), h.len())?;
     Ok(h)
 }
 
-fn host_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M) -> Result<&mut [M::Elem]> {
+pub(super) fn host_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M) -> Result<&mut [M::Elem]> {
     let (kind, len) = (m.kind(), m.len());
     let h = m.host_mut()?.ok_or_else(|| no_address(op, kind, kind))?;
     crate::error::check_len("a host view of a shadow", len, h.len())?;
     Ok(h)
 }
 
-fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
+pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
     for (a, s) in acc.iter_mut().zip(src) {
         *a = T::add(*a, *s);
     }
