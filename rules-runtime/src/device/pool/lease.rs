@@ -1,0 +1,244 @@
+//! Buffers taken out of the pool: a [`Lease`] for one operation (its end recorded on the stream
+//! it borrows), a [`Held`] buffer for longer (a tape's saved region: each use bracketed by a
+//! wait and a record). Both return the buffer with an event marking its last use, so the next
+//! holder's stream waits for that, never the host.
+
+use super::{Buffer, CurrentContext, Memory, entries, entry, last_use_done};
+use crate::cuda::driver;
+use crate::error::Result;
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
+use std::sync::Arc;
+
+/// A pooled buffer, held exclusively until dropped. Dropping it records the end of its use on
+/// the stream given to [`Lease::new`] and returns it to the pool.
+pub(crate) struct Lease<'s> {
+    ctx: Arc<CudaContext>,
+    buf: Option<Buffer>,
+    /// The stream of the buffer's last use: a stream of the buffer's own context.
+    last_use: &'s CudaStream,
+}
+
+impl<'s> Lease<'s> {
+    /// At least `bytes` of `memory` on `last_use`'s context. `first_use` (any context) is made to
+    /// wait for the buffer's previous use before anything it does next; `last_use` is where the
+    /// end of this use is recorded when the lease drops.
+    pub(crate) fn new(
+        memory: Memory,
+        bytes: usize,
+        first_use: &CudaStream,
+        last_use: &'s CudaStream,
+    ) -> Result<Self> {
+        let ctx = last_use.context().clone();
+        let buf = take(&ctx, memory, bytes)?;
+        let lease = Lease {
+            ctx,
+            buf: Some(buf),
+            last_use,
+        };
+        wait_for_last_use(lease.buffer(), first_use)?;
+        Ok(lease)
+    }
+
+    fn buffer(&self) -> &Buffer {
+        self.buf.as_ref().expect("present until drop")
+    }
+
+    /// The buffer's address (device address; for pinned memory also its host address).
+    pub(crate) fn ptr(&self) -> u64 {
+        self.buffer().ptr
+    }
+}
+
+const WAIT_DEFAULT: sys::CUevent_wait_flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let Some(mut buf) = self.buf.take() else {
+            return;
+        };
+        let _current = CurrentContext::save();
+        let recorded = record_use(&self.ctx, &mut buf, self.last_use).is_ok();
+        if !recorded {
+            // Without an event the end of the use is unknown: wait for it before reuse.
+            let _ = self.last_use.synchronize();
+            if let Some(e) = buf.last.take() {
+                // SAFETY: the event is no longer referenced by any pending wait we issue.
+                let _ = unsafe { result::event::destroy(e) };
+            }
+        }
+        entry(&mut entries(), &self.ctx).free.push(buf);
+    }
+}
+
+/// Takes a buffer of at least `bytes` of `memory` out of `ctx`'s pool (or allocates one).
+fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> {
+    let _current = CurrentContext::save();
+    let mut all = entries();
+    let e = entry(&mut all, ctx);
+    let fit = e
+        .free
+        .iter()
+        .position(|b| b.memory == memory && b.bytes >= bytes);
+    // Too small, and its last use complete: freed to make room (nothing waits here; a buffer
+    // still in use stays in the pool for later).
+    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    let smaller = e
+        .free
+        .iter()
+        .position(|b| b.memory == memory && last_use_done(b));
+    match (fit, smaller) {
+        (Some(i), _) => Ok(e.free.swap_remove(i)),
+        (None, Some(i)) => {
+            let old = e.free.swap_remove(i);
+            let grown = bytes.max(old.bytes.saturating_mul(2));
+            // SAFETY: its last use has completed.
+            unsafe { free(old) };
+            alloc(memory, grown)
+        }
+        (None, None) => alloc(memory, bytes.max(1)),
+    }
+}
+
+/// Makes `stream` (any context) wait for the last recorded use of `buf`.
+fn wait_for_last_use(buf: &Buffer, stream: &CudaStream) -> Result<()> {
+    if let Some(last) = buf.last {
+        let _current = CurrentContext::save();
+        // A per-thread stream's handle means "of the current context": bind its own.
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
+        // SAFETY: `last` is a live event of the buffer's context; a stream may wait on an event
+        // of another context.
+        unsafe { result::stream::wait_event(stream.cu_stream(), last, WAIT_DEFAULT) }
+            .map_err(driver("cuStreamWaitEvent (pooled buffer reuse)"))?;
+    }
+    Ok(())
+}
+
+/// Records the end of a use of `buf` on `stream` (a stream of the buffer's context `ctx`).
+fn record_use(
+    ctx: &CudaContext,
+    buf: &mut Buffer,
+    stream: &CudaStream,
+) -> core::result::Result<(), cudarc::driver::DriverError> {
+    let _current = CurrentContext::save();
+    ctx.bind_to_thread()?;
+    let event = match buf.last {
+        Some(e) => e,
+        None => {
+            let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+            buf.last = Some(e);
+            e
+        }
+    };
+    // SAFETY: `event` and `stream` belong to the buffer's context.
+    unsafe { result::event::record(event, stream.cu_stream()) }
+}
+
+/// A pooled buffer held for longer than one operation (a tape's saved region): not tied to a
+/// stream borrow. Every use is bracketed by [`Held::wait`] (order the stream after the previous
+/// use) and [`Held::record`] (mark the end of this use); dropping it returns the buffer to the
+/// pool with its last recorded use, so the next holder waits for that, never the host.
+pub(crate) struct Held {
+    ctx: Arc<CudaContext>,
+    buf: Option<Buffer>,
+    /// A use was enqueued whose end could not be recorded: the buffer is never reused.
+    unknown_end: bool,
+}
+
+impl Held {
+    /// At least `bytes` of `memory` on `stream`'s context, which is made to wait for the buffer's
+    /// previous use.
+    pub(crate) fn new(memory: Memory, bytes: usize, stream: &CudaStream) -> Result<Self> {
+        let ctx = stream.context().clone();
+        let buf = take(&ctx, memory, bytes)?;
+        wait_for_last_use(&buf, stream)?;
+        Ok(Held {
+            ctx,
+            buf: Some(buf),
+            unknown_end: false,
+        })
+    }
+
+    /// The buffer's address.
+    pub(crate) fn ptr(&self) -> u64 {
+        self.buf.as_ref().map_or(0, |b| b.ptr)
+    }
+
+    /// The context the buffer belongs to.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Orders `stream` after the buffer's last recorded use.
+    pub(crate) fn wait(&self, stream: &CudaStream) -> Result<()> {
+        match &self.buf {
+            Some(b) => wait_for_last_use(b, stream),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the end of the work just enqueued on `stream` (of the buffer's context).
+    pub(crate) fn record(&mut self, stream: &CudaStream) -> Result<()> {
+        let Some(buf) = self.buf.as_mut() else {
+            return Ok(());
+        };
+        let r = record_use(&self.ctx, buf, stream);
+        if r.is_err() {
+            self.unknown_end = true;
+        }
+        r.map_err(driver("cuEventRecord (held buffer)"))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(buf) = self.buf.take() else { return };
+        if self.unknown_end {
+            // Work that may still touch it was enqueued and its end is unknown: never reused or
+            // freed here (a `Buffer` frees nothing when dropped); the driver frees it with its
+            // context.
+            return;
+        }
+        let _current = CurrentContext::save();
+        entry(&mut entries(), &self.ctx).free.push(buf);
+    }
+}
+
+pub(super) fn alloc(memory: Memory, bytes: usize) -> Result<Buffer> {
+    // SAFETY: plain allocations in the current context (bound by the caller).
+    let ptr = unsafe {
+        match memory {
+            Memory::Device => result::malloc_sync(bytes).map_err(driver("cuMemAlloc (staging)"))?,
+            Memory::PinnedHost => {
+                result::malloc_host(bytes, 0).map_err(driver("cuMemAllocHost (staging)"))? as u64
+            }
+        }
+    };
+    Ok(Buffer {
+        memory,
+        ptr,
+        bytes,
+        last: None,
+    })
+}
+
+/// Frees `b`. The buffer's context must be current.
+///
+/// # Safety
+/// `b` was allocated by [`alloc`] in the current context, is not leased, and its last use has
+/// completed ([`last_use_done`]).
+pub(super) unsafe fn free(b: Buffer) {
+    if let Some(e) = b.last {
+        // SAFETY: a live event of this context, which nothing waits on any more.
+        let _ = unsafe { result::event::destroy(e) };
+    }
+    // SAFETY: by the caller's contract, and the last use has completed.
+    unsafe {
+        let _ = match b.memory {
+            Memory::Device => result::free_sync(b.ptr),
+            Memory::PinnedHost => result::free_host(b.ptr as *mut core::ffi::c_void),
+        };
+    }
+}
