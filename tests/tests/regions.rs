@@ -60,7 +60,8 @@ fn boxed<T: Differentiable>(len: usize, r: &Pitched, seed: u64) -> Vec<T> {
 
 fn accumulate_and_zero_matches_reference<T: Differentiable + std::fmt::Debug>() {
     let mut rng = Lcg(0x5eed + T::DTYPE as u64);
-    for case in 0..200u64 {
+    // Fewer cases under Miri, which interprets every element access.
+    for case in 0..if cfg!(miri) { 12 } else { 200u64 } {
         let size = size_of::<T>();
         let (ra, la) = random_box(&mut rng, size);
         let (rb0, lb) = random_box(&mut rng, size);
@@ -205,7 +206,7 @@ fn sums_are_exact_where_exact_and_close_to_f64() {
         .fold(Complex::new(0.0, 0.0), |s, &i| s + c[i]);
     assert_eq!(sum_region(On::Host, &c, rc).unwrap(), want);
     // Values of all magnitudes: within the stated bound of an exact (f64 of f32) reference.
-    let n = 1 << 16;
+    let n = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
     let mut rng = Lcg(3);
     let big: Vec<f32> = (0..n)
         .map(|_| (rng.below(1 << 20) as f32 - 5e5) * 2f32.powi(rng.below(40) as i32 - 20))
@@ -231,7 +232,7 @@ fn sums_are_exact_where_exact_and_close_to_f64() {
 #[test]
 fn pitched_copy_adjoint_identity() {
     let mut rng = Lcg(99);
-    for case in 0..100u64 {
+    for case in 0..if cfg!(miri) { 8 } else { 100u64 } {
         let (rs, ls) = random_box(&mut rng, 8);
         let pitch = (rs.width + rng.below(3)) * 8;
         let rd = Pitched::slices(
