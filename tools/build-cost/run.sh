@@ -15,7 +15,7 @@
 #  2. gen.py writes throwaway crates under $BUILD_COST_DIR/crates: `annotated` (N copy functions
 #     with #[derivative_rule] and the role attributes) and `plain` (the same N functions and
 #     bodies, no attributes). They depend on the runtime by path and are their own workspaces
-#     ([workspace] in Cargo.toml): nothing here is a member of /work/main's, or a test of it.
+#     ([workspace] in Cargo.toml): nothing here is a member of the project's workspace, or a test of it.
 #  3. EXPAND=1 (default): builds a harness from a copy of rules-macro/src plus expand_rules.rs,
 #     which runs the macro's expansion function outside rustc (timed: the macro's own work) and
 #     writes crate `expanded`: the annotated crate's code after expansion, no macro. So
