@@ -5,6 +5,11 @@
 //! result is not needed, so the primal copy may be skipped). The caller's choice of types picks the
 //! rule's behaviour at compile time: one generated function serves every combination.
 //!
+//! A scalar taken by value (the value of a `fill`) has no shadow to write into, so it follows
+//! `std::autodiff`'s words for scalars: in forward mode [`Const`] or [`Dual`] (the value and its
+//! `N` tangents); in reverse mode [`Const`] or [`Active`] (the value whose derivative the reverse
+//! rule returns, one per lane of the destination: a `[T; N]`).
+//!
 //! ```
 //! use rules_runtime::{Const, Duplicated};
 //! let x = [1.0f32, 2.0];
@@ -59,6 +64,39 @@ macro_rules! constructors {
 constructors!(Duplicated);
 constructors!(DuplicatedOnly);
 
+/// A scalar whose derivative the reverse rule returns (`std::autodiff`'s `Active`): the value of
+/// a `fill` in reverse mode. The derivative comes back from the reverse rule as one value per lane
+/// of the destination, `[T; N]` (`[T; 0]` when the destination is `Const`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Active<T>(pub T);
+
+/// A scalar with `N` tangents (forward mode, batch width `N`, default 1): `std::autodiff`'s `Dual`
+/// for a value taken by value, such as the value of a `fill`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dual<T, const N: usize = 1> {
+    /// The value.
+    pub primal: T,
+    /// One tangent per lane.
+    pub tangents: [T; N],
+}
+
+impl<T> Dual<T, 1> {
+    /// A value with one tangent (width 1).
+    pub fn new(primal: T, tangent: T) -> Self {
+        Dual {
+            primal,
+            tangents: [tangent],
+        }
+    }
+}
+
+impl<T, const N: usize> Dual<T, N> {
+    /// A value with `N` tangents (batch width `N`).
+    pub fn batch(primal: T, tangents: [T; N]) -> Self {
+        Dual { primal, tangents }
+    }
+}
+
 /// The batch width of a `Const` argument: it matches any width.
 #[derive(Debug)]
 pub struct AnyWidth;
@@ -66,6 +104,27 @@ pub struct AnyWidth;
 /// The batch width `N` of a `Duplicated` or `DuplicatedOnly` argument.
 #[derive(Debug)]
 pub struct Lanes<const N: usize>;
+
+/// One value per lane of a batch width: `[T; N]` for [`Lanes<N>`], `[T; 0]` for [`AnyWidth`] (a
+/// `Const` argument has no lane). The shape of the derivatives a reverse rule returns.
+pub trait LaneArray {
+    /// `[T; N]`.
+    type Of<T>;
+    /// The array whose lane `k` is `f(k)`.
+    fn from_fn<T>(f: impl FnMut(usize) -> T) -> Self::Of<T>;
+}
+impl LaneArray for AnyWidth {
+    type Of<T> = [T; 0];
+    fn from_fn<T>(f: impl FnMut(usize) -> T) -> [T; 0] {
+        core::array::from_fn(f)
+    }
+}
+impl<const N: usize> LaneArray for Lanes<N> {
+    type Of<T> = [T; N];
+    fn from_fn<T>(f: impl FnMut(usize) -> T) -> [T; N] {
+        core::array::from_fn(f)
+    }
+}
 
 /// Proof, at compile time, that `dst` and `src` have the same batch width.
 #[diagnostic::on_unimplemented(
@@ -86,7 +145,7 @@ impl SameWidth<AnyWidth> for AnyWidth {}
 )]
 pub trait Activity {
     /// [`AnyWidth`] or [`Lanes<N>`].
-    type Width;
+    type Width: LaneArray;
     /// Number of shadows (0 for [`Const`]).
     const WIDTH: usize;
     /// Whether the primal result is needed (false only for [`DuplicatedOnly`]).
@@ -265,3 +324,75 @@ macro_rules! duplicated_ptrs {
 }
 duplicated_ptrs!(Duplicated);
 duplicated_ptrs!(DuplicatedOnly);
+
+impl<T, const N: usize> Activity for Dual<T, N> {
+    type Width = Lanes<N>;
+    const WIDTH: usize = N;
+    const PRIMAL_NEEDED: bool = true;
+}
+
+/// A value taken by value (a `fill`'s `#[value]`) in a forward rule: its tangent per lane.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a forward-mode activity for a value of type `{T}`",
+    label = "expected `Const(v)` or `Dual::new(v, dv)` (`Dual::batch(v, [dv1, ..])` for a batch)",
+    note = "`Active(v)` is for reverse mode (the augmented primal and the reverse rule)"
+)]
+pub trait ForwardValue<T>: Activity {
+    /// The value.
+    fn value(&self) -> T;
+    /// Tangent `k` (`None` for `Const`: the tangent is zero).
+    fn tangent(&self, k: usize) -> Option<T>;
+}
+impl<T: Copy> ForwardValue<T> for Const<T> {
+    fn value(&self) -> T {
+        self.0
+    }
+    fn tangent(&self, _: usize) -> Option<T> {
+        None
+    }
+}
+impl<T: Copy, const N: usize> ForwardValue<T> for Dual<T, N> {
+    fn value(&self) -> T {
+        self.primal
+    }
+    fn tangent(&self, k: usize) -> Option<T> {
+        self.tangents.get(k).copied()
+    }
+}
+
+/// A value taken by value (a `fill`'s `#[value]`) in an augmented primal and its reverse: whether
+/// its derivative is wanted, and in what shape the reverse returns it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a reverse-mode activity for a value of type `{T}`",
+    label = "expected `Const(v)` or `Active(v)`",
+    note = "`Dual` is for forward mode; in reverse mode the value's derivative is returned by the reverse rule"
+)]
+pub trait ReverseValue<T> {
+    /// Whether the derivative is wanted.
+    const ACTIVE: bool;
+    /// What the reverse rule returns for a destination of batch width `W`: `()` for `Const`, one
+    /// derivative per lane (`[T; N]`) for `Active`.
+    type Gradient<W: LaneArray>;
+    /// The value.
+    fn value(&self) -> T;
+    /// The gradient whose lane `k` is `f(k)` (not called for `Const`).
+    fn gradient<W: LaneArray>(f: impl FnMut(usize) -> T) -> Self::Gradient<W>;
+}
+impl<T: Copy> ReverseValue<T> for Const<T> {
+    const ACTIVE: bool = false;
+    type Gradient<W: LaneArray> = ();
+    fn value(&self) -> T {
+        self.0
+    }
+    fn gradient<W: LaneArray>(_: impl FnMut(usize) -> T) {}
+}
+impl<T: Copy> ReverseValue<T> for Active<T> {
+    const ACTIVE: bool = true;
+    type Gradient<W: LaneArray> = W::Of<T>;
+    fn value(&self) -> T {
+        self.0
+    }
+    fn gradient<W: LaneArray>(f: impl FnMut(usize) -> T) -> W::Of<T> {
+        W::from_fn(f)
+    }
+}

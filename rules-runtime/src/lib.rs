@@ -67,7 +67,7 @@ pub mod peer {
 /// cudarc, re-exported so that users depend on one crate and name the same buffer types.
 pub use cudarc;
 
-pub use activity::{Const, Duplicated, DuplicatedOnly};
+pub use activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
 pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
 pub use error::{Error, Result};
@@ -76,13 +76,15 @@ pub use ops::region::{accumulate_and_zero_region, accumulate_region, fill_region
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
 pub use ops::{SavedRegion, accumulate_sum_region, restore_region, save_region, sum_region};
 pub use region::Pitched;
-pub use rules::{CopyTape, PrimalOutcome};
+pub use rules::{CopyTape, PrimalOutcome, RegionTape};
 pub use rules_macro::derivative_rule;
 
 /// Items used by generated code. Not a public API: names here may change at any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::activity::{Activity, DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
+    pub use crate::activity::{
+        Activity, DstArg, DstPtr, ForwardValue, LaneArray, ReverseValue, SameWidth, SrcArg, SrcPtr,
+    };
     pub use crate::collective::{
         Collective, CollectiveTape, collective_augmented_primal, collective_forward,
         collective_reverse, recv_augmented_primal, recv_forward, recv_reverse,
@@ -93,9 +95,15 @@ pub mod __private {
     pub use crate::memory::{MemoryKind, SameElem, ShadowMemory, ShadowRead};
     pub use crate::nccl::{AsComm, CollectiveDst, CollectiveSrc, NcclElement, RankArg};
     pub use crate::ops::{AsStream, On};
+    pub use crate::region::Pitched;
     pub use crate::rules::{
-        CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
-        ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
+        Boxes, CopyTape, PrimalOutcome, PtrCopy, RawRegion, RegionTape, copy_augmented_primal,
+        copy_forward, copy_reverse, fill_augmented_primal, fill_forward, fill_reverse,
+        memset_augmented_primal, memset_forward, memset_reverse, ptr_copy_augmented_primal,
+        ptr_copy_forward, ptr_copy_reverse, ptr_fill_augmented_primal, ptr_fill_forward,
+        ptr_fill_reverse, ptr_memset_augmented_primal, ptr_memset_forward, ptr_memset_reverse,
+        ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse,
+        region_augmented_primal, region_forward, region_reverse,
     };
     pub use ::core;
 

@@ -1,4 +1,4 @@
-//! The bodies of generated copy rules (DESIGN §3), written once here and called by the code that
+//! The bodies of generated copy rules, written once here and called by the code that
 //! `#[derivative_rule(copy)]` generates. Each body checks everything first (lengths, aliasing of
 //! every buffer against every other, the tape, and the route of every lane's shadow work), so bad
 //! input changes nothing; then it runs the primal and the shadow work.

@@ -1,0 +1,31 @@
+//! The bodies of generated rules, written once here and called by the code that
+//! `#[derivative_rule]` generates; one file per family. Each body checks everything first
+//! (lengths or boxes, aliasing of every buffer against every other, the tape, and the route of
+//! every lane's shadow work), so bad input changes nothing; then it runs the primal and the
+//! shadow work.
+//!
+//! - [`copy`]: `dst ← src` on slices or raw pointers;
+//! - [`pitched`]: two-buffer region rules (pitched 2D/3D copies, a copy with `restore`, a fill
+//!   from a value held in a one-element buffer);
+//! - [`fill`]: one-buffer region rules (memset, fill by value);
+//! - [`region`]: what region rules share: boxes, the whole-call check, the tape.
+
+mod copy;
+mod fill;
+mod pitched;
+mod region;
+
+pub use copy::{
+    CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
+    ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
+};
+pub use fill::{
+    fill_augmented_primal, fill_forward, fill_reverse, memset_augmented_primal, memset_forward,
+    memset_reverse, ptr_fill_augmented_primal, ptr_fill_forward, ptr_fill_reverse,
+    ptr_memset_augmented_primal, ptr_memset_forward, ptr_memset_reverse,
+};
+pub use pitched::{
+    ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse, region_augmented_primal,
+    region_forward, region_reverse,
+};
+pub use region::{Boxes, RawRegion, RegionTape};

@@ -1,0 +1,253 @@
+//! Bodies of two-buffer region rules: pitched copies (`copy2d`, `copy3d`), a `copy` with
+//! `restore` (a copy of one row), and a `fill` whose value lives in a one-element buffer.
+//!
+//! Forward: the primal runs on the primals (unless `dst` is `DuplicatedOnly`, or the copy is the
+//! same box of the same memory), then for each lane `k` the primal runs again on the shadows
+//! (`d_dst[k][R] ← d_src[k][R']`, same primitive, same stream), or `d_dst[k][R] ← 0` when `src`
+//! is `Const`. Reverse, for each lane on the copy's stream: `d_src[k][R'] += d_dst[k][R]` fused
+//! with `d_dst[k][R] ← 0` (for a value buffer: `d_v[k] += Σ_R d_dst[k]`, then the zeroing); then,
+//! with `restore`, the old primal box is written back. Padding between rows is never touched.
+
+use super::copy::PrimalOutcome;
+use super::region::{Boxes, Checked, Dst, Raw, RawRegion, RegionTape, Side, Src, check_call};
+use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
+use crate::element::Differentiable;
+use crate::error::Result;
+use crate::memory::ShadowMemory;
+use crate::ops::region::{accumulate_and_zero_region, zero_region};
+use crate::ops::{On, accumulate_sum_region, restore_region, save_region};
+
+/// The reverse's shadow work for one lane, then nothing else: the lanes run in order.
+fn reverse_lane<X, Y>(
+    on: On<'_>,
+    c: &Checked,
+    value: bool,
+    dd: &mut X,
+    ds: Option<&mut Y>,
+) -> Result<()>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+{
+    match ds {
+        Some(ds) if value => {
+            accumulate_sum_region(on, ds, &*dd, c.dst)?;
+            zero_region(on, dd, c.dst)
+        }
+        Some(ds) => accumulate_and_zero_region(on, ds, c.src, dd, c.dst),
+        None => zero_region(on, dd, c.dst),
+    }
+}
+
+/// Forward rule of a two-buffer region rule (slices); see the module docs.
+pub fn region_forward<X, Y, D, S, F, R>(
+    on: On<'_>,
+    boxes: Boxes,
+    dst: D,
+    src: S,
+    mut primal: F,
+) -> Result<()>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    D: DstArg<X>,
+    S: SrcArg<Y>,
+    D::Width: SameWidth<S::Width>,
+    F: FnMut(&mut X, &Y) -> R,
+    R: PrimalOutcome,
+{
+    let (mut dst, src) = (Dst::new(dst), Src::new(src));
+    let c = check_call(on, boxes, &dst, Some(&src), false)?;
+    if D::PRIMAL_NEEDED && !c.primal_same {
+        primal(dst.primal_mut(), src.primal()).into_result()?;
+    }
+    for k in 0..D::WIDTH {
+        let Some(dd) = dst.lane_mut(k) else { continue };
+        match src.lane(k) {
+            Some(_) if c.lane_same[k] => {} // a self-copy: the identity
+            Some(ds) => primal(dd, ds).into_result()?,
+            None => zero_region(on, dd, c.dst)?,
+        }
+    }
+    Ok(())
+}
+
+/// Augmented primal of a two-buffer region rule (slices): checks, saves the destination's box
+/// when `restore` asks, runs the primal, and returns the tape for [`region_reverse`].
+pub fn region_augmented_primal<X, Y, D, S, F, R>(
+    on: On<'_>,
+    boxes: Boxes,
+    restore: bool,
+    dst: D,
+    src: S,
+    mut primal: F,
+) -> Result<RegionTape<X::Elem>>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    D: DstArg<X>,
+    S: SrcArg<Y>,
+    D::Width: SameWidth<S::Width>,
+    F: FnMut(&mut X, &Y) -> R,
+    R: PrimalOutcome,
+{
+    let (mut dst, src) = (Dst::new(dst), Src::new(src));
+    let c = check_call(on, boxes, &dst, Some(&src), restore)?;
+    let run = D::PRIMAL_NEEDED && !c.primal_same;
+    let saved = match restore && run {
+        true => Some(save_region(on, dst.primal(), c.dst)?),
+        false => None,
+    };
+    if run {
+        primal(dst.primal_mut(), src.primal()).into_result()?;
+    }
+    Ok(RegionTape::new(&c, D::WIDTH, run).with_saved(saved))
+}
+
+/// Reverse of a two-buffer region rule (slices); see the module docs. Every lane is checked and
+/// routed before the first one runs.
+pub fn region_reverse<X, Y, D, S>(
+    on: On<'_>,
+    boxes: Boxes,
+    tape: RegionTape<X::Elem>,
+    dst: D,
+    src: S,
+) -> Result<()>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    D: DstArg<X>,
+    S: SrcArg<Y>,
+    D::Width: SameWidth<S::Width>,
+{
+    let (mut dst, mut src) = (Dst::new(dst), Src::new(src));
+    let c = check_call(on, boxes, &dst, Some(&src), tape.restores())?;
+    let saved = tape.check(&c, D::WIDTH)?;
+    for k in 0..D::WIDTH {
+        let Some(dd) = dst.lane_mut(k) else { continue };
+        reverse_lane(on, &c, boxes.value, dd, src.lane_mut(k))?;
+    }
+    if let Some(mut saved) = saved {
+        restore_region(on, dst.primal_mut(), c.dst, &mut saved)?;
+    }
+    Ok(())
+}
+
+/// The checked lanes of a pointer rule.
+///
+/// # Safety
+/// Every pointer valid for its box in memory of its declared kind.
+unsafe fn raw_call<T, D, S>(
+    on: On<'_>,
+    shape: &RawRegion,
+    dst: &D,
+    src: &S,
+    restore: bool,
+) -> Result<(Raw<T>, Raw<T>, Checked)>
+where
+    T: Differentiable,
+    D: DstPtr<T>,
+    S: SrcPtr<T>,
+{
+    let (d, s) = unsafe { (shape.dst_lanes(dst)?, shape.src_lanes(src)?) };
+    let c = check_call(on, shape.boxes(), &d, Some(&s), restore)?;
+    Ok((d, s, c))
+}
+
+/// Forward rule of a pointer region copy; see [`region_forward`]. `primal(dst, src)` runs the
+/// user's copy with the call's offsets, pitches and extents.
+///
+/// # Safety
+/// The primal function's contract, and every shadow pointer valid for its box.
+pub unsafe fn ptr_region_forward<T, D, S, F, R>(
+    on: On<'_>,
+    shape: RawRegion,
+    dst: D,
+    src: S,
+    mut primal: F,
+) -> Result<()>
+where
+    T: Differentiable,
+    D: DstPtr<T>,
+    S: SrcPtr<T>,
+    D::Width: SameWidth<S::Width>,
+    F: FnMut(*mut T, *const T) -> R,
+    R: PrimalOutcome,
+{
+    let (mut d, _, c) = unsafe { raw_call(on, &shape, &dst, &src, false)? };
+    if D::PRIMAL_NEEDED && !c.primal_same {
+        primal(dst.primal(), src.primal()).into_result()?;
+    }
+    for k in 0..D::WIDTH {
+        let (Some(pd), Some(dd)) = (dst.lane(k), d.lane_mut(k)) else {
+            continue;
+        };
+        match src.lane(k) {
+            Some(_) if c.lane_same[k] => {}
+            Some(ps) => primal(pd, ps).into_result()?,
+            None => zero_region(on, dd, c.dst)?,
+        }
+    }
+    Ok(())
+}
+
+/// Augmented primal of a pointer region copy; see [`region_augmented_primal`].
+///
+/// # Safety
+/// As [`ptr_region_forward`].
+pub unsafe fn ptr_region_augmented_primal<T, D, S, F, R>(
+    on: On<'_>,
+    shape: RawRegion,
+    restore: bool,
+    dst: D,
+    src: S,
+    mut primal: F,
+) -> Result<RegionTape<T>>
+where
+    T: Differentiable,
+    D: DstPtr<T>,
+    S: SrcPtr<T>,
+    D::Width: SameWidth<S::Width>,
+    F: FnMut(*mut T, *const T) -> R,
+    R: PrimalOutcome,
+{
+    let (d, _, c) = unsafe { raw_call(on, &shape, &dst, &src, restore)? };
+    let run = D::PRIMAL_NEEDED && !c.primal_same;
+    let saved = match restore && run {
+        true => Some(save_region(on, &d.primal, c.dst)?),
+        false => None,
+    };
+    if run {
+        primal(dst.primal(), src.primal()).into_result()?;
+    }
+    Ok(RegionTape::new(&c, D::WIDTH, run).with_saved(saved))
+}
+
+/// Reverse of a pointer region copy; see [`region_reverse`].
+///
+/// # Safety
+/// As [`ptr_region_forward`].
+pub unsafe fn ptr_region_reverse<T, D, S>(
+    on: On<'_>,
+    shape: RawRegion,
+    tape: RegionTape<T>,
+    dst: D,
+    src: S,
+) -> Result<()>
+where
+    T: Differentiable,
+    D: DstPtr<T>,
+    S: SrcPtr<T>,
+    D::Width: SameWidth<S::Width>,
+{
+    let (mut d, mut s, c) = unsafe { raw_call(on, &shape, &dst, &src, tape.restores())? };
+    let saved = tape.check(&c, D::WIDTH)?;
+    for k in 0..D::WIDTH {
+        let Some(dd) = d.lane_mut(k) else { continue };
+        reverse_lane(on, &c, false, dd, s.lane_mut(k))?;
+    }
+    if let Some(mut saved) = saved {
+        restore_region(on, &mut d.primal, c.dst, &mut saved)?;
+    }
+    Ok(())
+}
