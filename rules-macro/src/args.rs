@@ -5,7 +5,7 @@
 use crate::ctxt::Ctxt;
 use crate::model::{
     ARG_KEYS, AUGMENTED_PRIMAL, CRATE, DST, FLAGS, FORWARD, IN_IMPL, KIND_SYNONYMS, Kind,
-    MEMORY_KIND_SYNONYMS, MEMORY_KINDS, MemKind, REVERSE, Role, SRC,
+    MEMORY_KIND_SYNONYMS, MEMORY_KINDS, MemKind, RESTORE, REVERSE, Role, SRC,
 };
 use crate::text::{did_you_mean, one_of};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
@@ -31,6 +31,8 @@ pub struct RuleArgs {
     pub kind: Option<KindArg>,
     /// `in_impl`: the rule is an associated function, called as `Self::name`.
     pub in_impl: bool,
+    /// `restore`: the word's tokens; the reverse writes the destination's old contents back.
+    pub restore: Option<Ident>,
     /// Whether the attribute had no arguments at all (`#[derivative_rule]`).
     pub empty: bool,
     /// `crate = path`.
@@ -153,6 +155,13 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
                 value_hint(name)
             ),
         );
+        return;
+    }
+    if name == RESTORE {
+        if args.restore.is_some() {
+            cx.error_spanned_by(ident, format!("`{name}` is given twice; keep one"));
+        }
+        args.restore = Some(ident.clone());
         return;
     }
     if name == IN_IMPL {

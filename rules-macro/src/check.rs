@@ -7,6 +7,7 @@
 mod buffers;
 mod collective;
 mod copy;
+mod region;
 
 use crate::ctxt::Ctxt;
 use crate::model::{CFG, Kind, Role};
@@ -36,8 +37,10 @@ pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     check_impl_trait(cx, rule);
     check_return_type(cx, rule);
     check_configured_roles(cx, rule);
+    check_restore(cx, rule);
     let plan = match rule.kind()? {
         Kind::Copy => copy::check_copy(cx, rule),
+        kind if kind.is_region() => region::check_region(cx, rule, kind),
         kind if kind.is_collective() => collective::check_collective(cx, rule, kind),
         kind => {
             check_planned_kind(cx, rule, kind);
@@ -47,9 +50,25 @@ pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     if cx.has_errors() { None } else { plan }
 }
 
-/// Region rules (`memset`, `fill`, `copy2d`, `copy3d`) are named so that a user who tries one
-/// learns it is coming, rather than that the word is unknown; until their semantics exist in the
-/// runtime, generating rules for them would promise derivatives nobody implements.
+/// `restore` saves the destination's old box on one device and writes it back after the
+/// reverse's shadow work; a collective's output spans every rank, which one rank cannot restore.
+fn check_restore(cx: &Ctxt, rule: &Rule) {
+    if let (Some(at), Some(kind)) = (&rule.args.restore, rule.kind())
+        && kind.is_collective()
+    {
+        cx.error_spanned_by(
+            at,
+            format!(
+                "`restore` is for rules that overwrite a destination on one device (`copy`, `memset`, `fill`, `copy2d`, `copy3d`); {} cannot restore every rank's output: remove it",
+                kind.noun()
+            ),
+        );
+    }
+}
+
+/// A kind that is named so that a user who tries it learns it is coming, rather than that the
+/// word is unknown; until its semantics exist in the runtime, generating rules for it would
+/// promise derivatives nobody implements.
 fn check_planned_kind(cx: &Ctxt, rule: &Rule, kind: Kind) {
     let at = rule.args.kind.as_ref().map(|k| &k.ident);
     cx.error_spanned_by(

@@ -12,6 +12,7 @@
 //! not a cascade.
 
 mod bodies;
+mod region;
 mod tokens;
 
 use crate::args::parse_args;
@@ -92,10 +93,13 @@ pub fn private_path(rule: &Rule) -> TokenStream {
     }
 }
 
-/// The tape the augmented primal of a rule of this kind returns.
-pub fn tape_type(kind: Option<Kind>, p: &TokenStream) -> TokenStream {
+/// The tape the augmented primal of a rule of this kind returns, as the fallback stubs name it
+/// (a region rule's tape is generic over the element: the stubs, never called, take `()`).
+pub fn tape_type(kind: Option<Kind>, restore: bool, p: &TokenStream) -> TokenStream {
     if kind.is_some_and(Kind::is_collective) {
         quote!(#p::CollectiveTape)
+    } else if restore || kind.is_some_and(Kind::is_region) {
+        quote!(#p::RegionTape<()>)
     } else {
         quote!(#p::CopyTape)
     }
@@ -122,9 +126,18 @@ pub fn allowances() -> TokenStream {
 const TAPE: &str = "tape";
 
 /// What the bodies of one kind contribute: their bounds and the three calls.
+#[derive(Default)]
 pub struct Bodies {
     /// `where` predicates on `__Dst`, `__Src` and the buffer types.
     pub bounds: TokenStream,
+    /// Predicates of the forward rule only (a value's forward activity).
+    pub forward_bounds: TokenStream,
+    /// Predicates of the augmented primal and the reverse only (a value's reverse activity).
+    pub reverse_bounds: TokenStream,
+    /// The tape type, when it is not the kind's plain one.
+    pub tape: Option<TokenStream>,
+    /// What the reverse returns besides errors, when not `()` (a fill's value's derivative).
+    pub reverse_output: Option<TokenStream>,
     /// The forward rule's body.
     pub forward: TokenStream,
     /// The augmented primal's body.
@@ -189,6 +202,9 @@ impl<'a> Generator<'a> {
         });
         let bounds = &bodies.bounds;
         let where_clause = quote!(where #user_where #bounds #order_bounds #outcome);
+        let (fwd_bounds, rev_bounds) = (&bodies.forward_bounds, &bodies.reverse_bounds);
+        let fwd_where = quote!(#where_clause #fwd_bounds);
+        let rev_where = quote!(#where_clause #rev_bounds);
         let names = Names::new(rule);
         let docs = Docs::new(self.primal_path_text(), self.plan);
         let (fwd_doc, aug_doc, rev_doc) = (
@@ -204,7 +220,11 @@ impl<'a> Generator<'a> {
         let allow = allowances();
         let result = quote!(::core::result::Result);
         let tape = &self.tape;
-        let tape_ty = tape_type(Some(self.plan.kind), p);
+        let tape_ty = bodies
+            .tape
+            .clone()
+            .unwrap_or_else(|| tape_type(Some(self.plan.kind), false, p));
+        let rev_out = bodies.reverse_output.clone().unwrap_or_else(|| quote!(()));
         let Bodies {
             forward: fwd_body,
             augmented: aug_body,
@@ -214,19 +234,19 @@ impl<'a> Generator<'a> {
         quote! {
             #[doc = #fwd_doc]
             #allow
-            #vis #unsafety fn #forward #impl_generics (#(#params),*) -> #result<(), #p::Error> #where_clause {
+            #vis #unsafety fn #forward #impl_generics (#(#params),*) -> #result<(), #p::Error> #fwd_where {
                 #fwd_body
             }
 
             #[doc = #aug_doc]
             #allow
-            #vis #unsafety fn #augmented #impl_generics (#(#params),*) -> #result<#tape_ty, #p::Error> #where_clause {
+            #vis #unsafety fn #augmented #impl_generics (#(#params),*) -> #result<#tape_ty, #p::Error> #rev_where {
                 #aug_body
             }
 
             #[doc = #rev_doc]
             #allow
-            #vis #unsafety fn #reverse #impl_generics (#tape: #tape_ty, #(#params),*) -> #result<(), #p::Error> #where_clause {
+            #vis #unsafety fn #reverse #impl_generics (#tape: #tape_ty, #(#params),*) -> #result<#rev_out, #p::Error> #rev_where {
                 #rev_body
             }
         }
@@ -269,6 +289,9 @@ impl<'a> Generator<'a> {
         if self.plan.src.is_some() {
             generics.params.push(syn::parse_quote!(__Src));
         }
+        if self.plan.value.is_some() {
+            generics.params.push(syn::parse_quote!(__Val));
+        }
         generics
     }
 
@@ -276,6 +299,7 @@ impl<'a> Generator<'a> {
     /// each with its `#[cfg]`.
     fn params(&self) -> Vec<TokenStream> {
         let [dst, src] = self.plan.buffer_params();
+        let value = self.plan.value.as_ref().map(|v| v.param);
         let rule = self.rule;
         (0..rule.params.len())
             .map(|i| {
@@ -285,6 +309,8 @@ impl<'a> Generator<'a> {
                     quote!(#n: __Dst)
                 } else if Some(i) == src {
                     quote!(#n: __Src)
+                } else if Some(i) == value {
+                    quote!(#n: __Val)
                 } else {
                     let ty = &prm.ty;
                     quote!(#(#cfg)* #n: #ty)
@@ -347,7 +373,9 @@ impl<'a> Generator<'a> {
         let rule = self.rule;
         let path = self.primal_path();
         let [dst, src] = self.plan.buffer_params();
-        let buffers: Vec<usize> = [dst, src].into_iter().flatten().collect();
+        let value = self.plan.value.as_ref().map(|v| v.param);
+        // The runtime calls the primal with the destination, then the source or the value.
+        let buffers: Vec<usize> = [dst, src, value].into_iter().flatten().collect();
         let sig = &rule.func.sig;
         let direct = !rule.is_unsafe()
             && (0..rule.params.len()).eq(buffers.iter().copied())
@@ -381,6 +409,8 @@ impl<'a> Generator<'a> {
                 quote!(__d)
             } else if Some(i) == src {
                 quote!(__s)
+            } else if Some(i) == value {
+                quote!(__v)
             } else {
                 self.pass_through(i)
             };
@@ -396,7 +426,11 @@ impl<'a> Generator<'a> {
             self.closure_param(dst, true),
             self.closure_param(src, false),
         );
-        let inputs = [d, s].into_iter().flatten();
+        let v = self.plan.value.as_ref().map(|v| {
+            let ty = &v.ty;
+            quote!(__v: #ty)
+        });
+        let inputs = [d, s, v].into_iter().flatten();
         quote!(|#(#inputs),*| #call)
     }
 

@@ -41,7 +41,7 @@ pub fn stubs(rule: &Rule) -> TokenStream {
             quote!(#(#cfg)* #ty)
         })
         .collect();
-    let tape_ty = tape_type(rule.kind(), &p);
+    let tape_ty = tape_type(rule.kind(), rule.args.restore.is_some(), &p);
     let stub = |name: &Ident, ok: TokenStream, tape: bool| {
         let tape = tape.then(|| quote!(_: #tape_ty,));
         quote! {

@@ -20,13 +20,13 @@ pub const SEND: &str = "send";
 pub const RECV: &str = "recv";
 /// `#[derivative_rule(send_recv)]`: NCCL send to `#[send_to]` and receive from `#[recv_from]`.
 pub const SEND_RECV: &str = "send_recv";
-/// `memset`: planned (a region set to a byte value).
+/// `#[derivative_rule(memset)]`: a region set to a bit pattern (not differentiable).
 pub const MEMSET: &str = "memset";
-/// `fill`: planned (a region set to a value).
+/// `#[derivative_rule(fill)]`: a region set to a typed `#[value]`.
 pub const FILL: &str = "fill";
-/// `copy2d`: planned (a pitched 2-D copy).
+/// `#[derivative_rule(copy2d)]`: a pitched 2-D copy.
 pub const COPY2D: &str = "copy2d";
-/// `copy3d`: planned (a 3-D copy, CUDA arrays included).
+/// `#[derivative_rule(copy3d)]`: a pitched 3-D copy.
 pub const COPY3D: &str = "copy3d";
 
 /// A rule kind: which derivative semantics the generated rules implement.
@@ -50,13 +50,13 @@ pub enum Kind {
     Recv,
     /// Both, in one group.
     SendRecv,
-    /// Planned: not accepted yet.
+    /// `dst[R] ←` a bit pattern.
     Memset,
-    /// Planned: not accepted yet.
+    /// `dst[R] ← v`.
     Fill,
-    /// Planned: not accepted yet.
+    /// `dst[R] ← src[R']`, boxes of `height` rows.
     Copy2d,
-    /// Planned: not accepted yet.
+    /// `dst[R] ← src[R']`, boxes of `depth` slices of `height` rows.
     Copy3d,
 }
 
@@ -102,17 +102,27 @@ impl Kind {
         }
     }
 
-    /// Whether the kind is named but not accepted yet.
+    /// Whether the kind is named but not accepted yet (none, now; kept for the next ones).
     pub fn is_planned(self) -> bool {
+        false
+    }
+
+    /// Whether the kind works on a box of its destination (a region rule).
+    pub fn is_region(self) -> bool {
         matches!(
             self,
             Kind::Memset | Kind::Fill | Kind::Copy2d | Kind::Copy3d
         )
     }
 
+    /// Whether the kind is a pitched copy.
+    pub fn is_pitched(self) -> bool {
+        matches!(self, Kind::Copy2d | Kind::Copy3d)
+    }
+
     /// Whether the kind is an NCCL collective (ordered by a communicator, not a stream).
     pub fn is_collective(self) -> bool {
-        !self.is_planned() && self != Kind::Copy
+        !self.is_planned() && !self.is_region() && self != Kind::Copy
     }
 
     /// The names of the accepted kinds, for messages.
@@ -131,7 +141,7 @@ impl Kind {
 
     /// Whether the rule has an input buffer (`#[src]`).
     pub fn has_src(self) -> bool {
-        self != Kind::Recv
+        !matches!(self, Kind::Recv | Kind::Memset | Kind::Fill)
     }
 
     /// The rank roles the rule takes, in the order the runtime's constructor takes them.
@@ -163,6 +173,9 @@ impl Kind {
     pub fn noun(self) -> String {
         if self == Kind::Copy {
             return "a copy rule".to_string();
+        }
+        if self.is_pitched() {
+            return format!("a pitched copy (`{}`)", self.name());
         }
         let article = if self.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
             "an"
@@ -212,8 +225,10 @@ pub const REVERSE: &str = "reverse";
 pub const ARG_KEYS: &[&str] = &[CRATE, DST, SRC, FORWARD, AUGMENTED_PRIMAL, REVERSE];
 /// `in_impl`: a flag, the rule is an associated function of an inherent `impl` block.
 pub const IN_IMPL: &str = "in_impl";
+/// `restore`: a flag, the reverse writes the destination's old contents back.
+pub const RESTORE: &str = "restore";
 /// Every flag argument (a bare word that is not a kind).
-pub const FLAGS: &[&str] = &[IN_IMPL];
+pub const FLAGS: &[&str] = &[IN_IMPL, RESTORE];
 /// The runtime's default path.
 pub const DEFAULT_CRATE: &str = "rules_runtime";
 
@@ -300,6 +315,22 @@ pub enum Role {
     SendTo,
     /// `#[recv_from]`: the rank a send_recv receives from.
     RecvFrom,
+    /// `#[width]`: elements per row of a region.
+    Width,
+    /// `#[height]`: rows of a region.
+    Height,
+    /// `#[depth]`: slices of a 3-D region.
+    Depth,
+    /// `#[dst_pitch]`: bytes between the destination's rows.
+    DstPitch,
+    /// `#[src_pitch]`: bytes between the source's rows.
+    SrcPitch,
+    /// `#[dst_slice_height]`: rows between the destination's slices.
+    DstSliceHeight,
+    /// `#[src_slice_height]`: rows between the source's slices.
+    SrcSliceHeight,
+    /// `#[value]`: the value of a fill.
+    Value,
 }
 
 impl Role {
@@ -316,6 +347,24 @@ impl Role {
         Role::Peer,
         Role::SendTo,
         Role::RecvFrom,
+        Role::Width,
+        Role::Height,
+        Role::Depth,
+        Role::DstPitch,
+        Role::SrcPitch,
+        Role::DstSliceHeight,
+        Role::SrcSliceHeight,
+        Role::Value,
+    ];
+    /// The extent roles of region rules (each a `usize`).
+    pub const EXTENTS: &[Role] = &[
+        Role::Width,
+        Role::Height,
+        Role::Depth,
+        Role::DstPitch,
+        Role::SrcPitch,
+        Role::DstSliceHeight,
+        Role::SrcSliceHeight,
     ];
     /// The rank roles of collectives.
     pub const RANKS: &[Role] = &[Role::Root, Role::Peer, Role::SendTo, Role::RecvFrom];
@@ -334,6 +383,14 @@ impl Role {
             Role::Peer => "peer",
             Role::SendTo => "send_to",
             Role::RecvFrom => "recv_from",
+            Role::Width => "width",
+            Role::Height => "height",
+            Role::Depth => "depth",
+            Role::DstPitch => "dst_pitch",
+            Role::SrcPitch => "src_pitch",
+            Role::DstSliceHeight => "dst_slice_height",
+            Role::SrcSliceHeight => "src_slice_height",
+            Role::Value => "value",
         }
     }
 
@@ -366,6 +423,14 @@ impl Role {
             Role::Peer => "peer rank",
             Role::SendTo => "rank to send to",
             Role::RecvFrom => "rank to receive from",
+            Role::Width => "width (elements per row)",
+            Role::Height => "height (rows)",
+            Role::Depth => "depth (slices)",
+            Role::DstPitch => "destination pitch (bytes between rows)",
+            Role::SrcPitch => "source pitch (bytes between rows)",
+            Role::DstSliceHeight => "destination slice height (rows between slices)",
+            Role::SrcSliceHeight => "source slice height (rows between slices)",
+            Role::Value => "value",
         }
     }
 }
@@ -388,6 +453,12 @@ pub const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
     ("nccl", Some(Role::Comm)),
     ("root_rank", Some(Role::Root)),
     ("rank", None),
+    ("pitch", None),
+    ("rows", Some(Role::Height)),
+    ("cols", Some(Role::Width)),
+    ("columns", Some(Role::Width)),
+    ("slices", Some(Role::Depth)),
+    ("val", Some(Role::Value)),
 ];
 
 /// `#[cfg(...)]`: the one foreign parameter attribute the generated rules repeat.

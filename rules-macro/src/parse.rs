@@ -291,6 +291,10 @@ fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
             None,
             "; did you mean `#[root]`, `#[peer]`, `#[send_to]` or `#[recv_from]`?".to_string(),
         ),
+        Some((_, None)) if name == "pitch" => (
+            None,
+            "; did you mean `#[dst_pitch]` or `#[src_pitch]`?".to_string(),
+        ),
         Some((_, None)) => (
             None,
             "; did you mean `#[dst_offset]` or `#[src_offset]`?".to_string(),

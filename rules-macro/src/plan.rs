@@ -19,6 +19,32 @@ pub struct Plan {
     pub order: Order,
     /// Whether the generated rules are `unsafe fn`.
     pub unsafety: bool,
+    /// A fill's value taken by value (a value in a buffer is the plan's `src`).
+    pub value: Option<Buffer>,
+    /// The box roles of a region rule (all `None` for a whole-buffer rule).
+    pub region: Region,
+    /// `restore`: the reverse writes the destination's old box back.
+    pub restore: bool,
+}
+
+/// The parameters that give a region rule's boxes (indices), as the runtime's `Pitched` takes
+/// them.
+#[derive(Default)]
+pub struct Region {
+    /// `#[width]`.
+    pub width: Option<usize>,
+    /// `#[height]`.
+    pub height: Option<usize>,
+    /// `#[depth]`.
+    pub depth: Option<usize>,
+    /// `#[dst_pitch]`.
+    pub dst_pitch: Option<usize>,
+    /// `#[src_pitch]`.
+    pub src_pitch: Option<usize>,
+    /// `#[dst_slice_height]`.
+    pub dst_slice_height: Option<usize>,
+    /// `#[src_slice_height]`.
+    pub src_slice_height: Option<usize>,
 }
 
 /// A buffer parameter.
@@ -44,8 +70,8 @@ pub struct Extent {
     pub dst_kind: MemKind,
     /// Declared kind of the source.
     pub src_kind: MemKind,
-    /// Index of `#[len]`.
-    pub len: usize,
+    /// Index of `#[len]` (region rules give rows instead, or nothing).
+    pub len: Option<usize>,
     /// Index of `#[dst_offset]`, if any.
     pub dst_offset: Option<usize>,
     /// Index of `#[src_offset]`, if any.
@@ -77,6 +103,12 @@ impl Plan {
     /// Whether the shadow work may still be running on a stream when a rule returns.
     pub fn has_stream(&self) -> bool {
         matches!(self.order, Order::Stream(Some(_)))
+    }
+
+    /// Whether the rules are region rules (their bodies work on boxes): the region kinds, and a
+    /// copy with `restore`.
+    pub fn is_region(&self) -> bool {
+        self.kind.is_region() || self.restore
     }
 
     /// The indices of the buffer parameters.

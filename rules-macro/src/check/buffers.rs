@@ -167,7 +167,9 @@ fn check_pointer_rule(
     let len = check_extent(cx, rule, Role::Len);
     let dst_offset = check_extent(cx, rule, Role::DstOffset);
     let src_offset = check_extent(cx, rule, Role::SrcOffset);
-    if len.is_none() {
+    // A region rule's extent is its rows (checked with the kind's other roles).
+    let region = rule.kind().is_some_and(crate::model::Kind::is_region);
+    if len.is_none() && !region {
         let unmarked: Vec<&Param> = rule
             .params
             .iter()
@@ -192,7 +194,7 @@ fn check_pointer_rule(
     let extent = Extent {
         dst_kind: dst_kind?,
         src_kind: src_kind?,
-        len: len?,
+        len,
         dst_offset,
         src_offset,
     };
@@ -223,14 +225,108 @@ fn check_declared_kind(
     None
 }
 
-/// Offsets and lengths count elements: one of each at most, of type `usize`.
-fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
+/// The destination of a rule without a source (`memset`, `fill`): a mutable reference or a
+/// `*mut T` with its memory kind declared, holding a differentiable element; no `src = ...`.
+/// Returns the access and what the rules take activities of.
+pub fn check_dst_only(cx: &Ctxt, rule: &Rule, dst: usize) -> Option<(Access, Type)> {
+    let d = &rule.params[dst];
+    if let Some((_, at)) = &rule.args.src_kind {
+        cx.error_spanned_by(
+            at,
+            format!(
+                "{} has no source: remove `src = ...` (the destination's memory kind is `dst = ...`)",
+                rule.kind_noun()
+            ),
+        );
+    }
+    match &d.ty {
+        Type::Reference(dr) => {
+            if dr.mutability.is_none() {
+                cx.error_spanned_by(
+                    &d.ty,
+                    format!(
+                        "the destination must be mutable: write `&mut {}`",
+                        show(&dr.elem)
+                    ),
+                );
+            }
+            for p in &rule.params {
+                if let Some(r) = &p.role
+                    && matches!(r.role, Role::Len | Role::DstOffset | Role::SrcOffset)
+                {
+                    cx.error_spanned_by(
+                        &r.attr,
+                        format!(
+                            "`{}` is for raw-pointer rules; a reference's buffer carries its own length: remove it, and slice the buffer at the call instead",
+                            r.role.attr()
+                        ),
+                    );
+                }
+            }
+            if let Some((_, at)) = &rule.args.dst_kind {
+                cx.error_spanned_by(
+                    at,
+                    "`dst = ...` declares where a raw pointer points, but `#[dst]` is a reference, whose type already says where it lives: remove `dst = ...`",
+                );
+            }
+            check_elements(cx, element_of(&dr.elem), None);
+            Some((Access::Slice, (*dr.elem).clone()))
+        }
+        Type::Ptr(dp) => {
+            if matches!(dp.mutability, syn::PointerMutability::Const(_)) {
+                cx.error_spanned_by(
+                    &d.ty,
+                    format!(
+                        "the destination must be mutable: write `*mut {}`",
+                        show(&dp.elem)
+                    ),
+                );
+            }
+            let kind = check_declared_kind(cx, rule.args.dst_kind.as_ref(), d, "dst");
+            check_elements(cx, Some(&dp.elem), None);
+            let len = check_extent(cx, rule, Role::Len);
+            let dst_offset = check_extent(cx, rule, Role::DstOffset);
+            for p in &rule.params {
+                if let Some(r) = &p.role
+                    && r.role == Role::SrcOffset
+                {
+                    cx.error_spanned_by(
+                        &r.attr,
+                        format!("{} has no source: remove `#[src_offset]`", rule.kind_noun()),
+                    );
+                }
+            }
+            let kind = kind?;
+            let extent = Extent {
+                dst_kind: kind,
+                src_kind: kind,
+                len,
+                dst_offset,
+                src_offset: None,
+            };
+            Some((Access::Pointer(extent), (*dp.elem).clone()))
+        }
+        _ => {
+            check_by_value(cx, d, Role::Dst);
+            None
+        }
+    }
+}
+
+/// Offsets, lengths and region extents count elements, rows or bytes: one of each at most, of
+/// type `usize`.
+pub fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
     let marked = rule.with_role(wanted);
+    let who = if rule.kind().is_some_and(crate::model::Kind::is_region) {
+        rule.kind_noun()
+    } else {
+        "a copy".to_string()
+    };
     for &i in marked.iter().skip(1) {
         cx.error_spanned_by(
             rule.params[i].role_tokens(),
             format!(
-                "`{}` is given twice: a copy has one {}; keep one",
+                "`{}` is given twice: {who} has one {}; keep one",
                 wanted.attr(),
                 wanted.noun()
             ),
@@ -242,8 +338,14 @@ fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
         cx.error_spanned_by(
             ty,
             format!(
-                "`{}` counts elements: its type must be `usize`, not `{}`",
+                "`{}` counts {}: its type must be `usize`, not `{}`",
                 wanted.attr(),
+                match wanted {
+                    Role::DstPitch | Role::SrcPitch => "bytes",
+                    Role::Height | Role::DstSliceHeight | Role::SrcSliceHeight => "rows",
+                    Role::Depth => "slices",
+                    _ => "elements",
+                },
                 show(ty)
             ),
         );

@@ -7,7 +7,7 @@ use super::{check_one_role, unmarked};
 use crate::ctxt::Ctxt;
 use crate::model::{Kind, Role};
 use crate::parse::{Param, Rule};
-use crate::plan::{Access, Buffer, Order, Plan};
+use crate::plan::{Access, Buffer, Order, Plan, Region};
 use crate::text::one_of;
 use crate::types::{elem_name, element_of, host_container_elem, is_comm_type, show};
 use syn::Type;
@@ -43,6 +43,9 @@ pub fn check_collective(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<Plan> {
             ranks: ranks?,
         },
         unsafety: rule.is_unsafe(),
+        value: None,
+        region: Region::default(),
+        restore: false,
     })
 }
 
@@ -205,6 +208,10 @@ fn check_copy_roles(cx: &Ctxt, rule: &Rule) {
                 mark.role.attr()
             ),
             Role::Stream => "a collective runs on its communicator's stream: remove `#[stream]` (the generated rules order their work on `comm.stream()`)".to_string(),
+            r if Role::EXTENTS.contains(&r) || r == Role::Value => format!(
+                "`{}` belongs to region rules (`memset`, `fill`, `copy2d`, `copy3d`); a collective moves whole buffers: remove it, and pass a view (`buf.slice(a..b)`) instead",
+                mark.role.attr()
+            ),
             _ => continue,
         };
         cx.error_spanned_by(&mark.attr, msg);

@@ -6,7 +6,7 @@ use super::{check_one_role, unmarked};
 use crate::ctxt::Ctxt;
 use crate::model::{Kind, MemKind, Role};
 use crate::parse::Rule;
-use crate::plan::{Access, Buffer, Order, Plan};
+use crate::plan::{Access, Buffer, Order, Plan, Region};
 use crate::text::one_of;
 use crate::types::is_stream_type;
 
@@ -23,6 +23,7 @@ pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
         check_device_pointer_stream(cx, rule, e.dst_kind, e.src_kind, stream);
     }
     check_collective_roles_on_copy(cx, rule);
+    check_region_roles_on_copy(cx, rule);
     let (access, dst_ty, src_ty) = buffers?;
     let unsafety = rule.is_unsafe() || matches!(access, Access::Pointer(_));
     Some(Plan {
@@ -38,12 +39,36 @@ pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
         access,
         order: Order::Stream(stream),
         unsafety,
+        value: None,
+        region: Region::default(),
+        restore: rule.args.restore.is_some(),
     })
+}
+
+/// Rows, pitches and a value belong to region rules; on a copy they would be passed through, and
+/// the copy's derivative would be taken over the whole range instead of the box.
+fn check_region_roles_on_copy(cx: &Ctxt, rule: &Rule) {
+    for p in &rule.params {
+        let Some(mark) = &p.role else { continue };
+        let msg = match mark.role {
+            Role::Value => "`#[value]` belongs to `fill` rules; a copy takes its values from `#[src]`: remove it, or make the rule `#[derivative_rule(fill)]`".to_string(),
+            Role::Depth | Role::DstSliceHeight | Role::SrcSliceHeight => format!(
+                "`{}` belongs to 3-D pitched copies: make the rule `#[derivative_rule(copy3d)]`, or remove it",
+                mark.role.attr()
+            ),
+            r if Role::EXTENTS.contains(&r) => format!(
+                "`{}` belongs to pitched copies; a `copy` moves one run of elements: make the rule `#[derivative_rule(copy2d)]`, or remove it",
+                mark.role.attr()
+            ),
+            _ => continue,
+        };
+        cx.error_spanned_by(&mark.attr, msg);
+    }
 }
 
 /// The communicator and the ranks belong to collective rules; on a copy they would be silently
 /// passed through, and the user would believe the copy is a collective.
-fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
+pub(super) fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
     for p in &rule.params {
         let Some(mark) = &p.role else { continue };
         let kinds = match mark.role {
@@ -66,7 +91,7 @@ fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
 
 /// The stream orders the shadow work after the primal copy: one stream, named by `#[stream]` or
 /// found by its type (`CudaStream`, `Arc<CudaStream>`, or references to them).
-fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
+pub(super) fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
     let marked = rule.with_role(Role::Stream);
     for &i in marked.iter().skip(1) {
         cx.error_spanned_by(
@@ -89,7 +114,7 @@ fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
 
 /// Device work must be ordered after the primal copy on its stream: a device pointer rule with no
 /// stream could only guess one, and a guessed stream races with the copy.
-fn check_device_pointer_stream(
+pub(super) fn check_device_pointer_stream(
     cx: &Ctxt,
     rule: &Rule,
     dst: MemKind,

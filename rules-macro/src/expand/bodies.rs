@@ -23,6 +23,11 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
     let [dst, src] = g.plan.buffer_params();
     let (d, s) = (dst.map(name), src.map(name));
     let (x, y) = (g.dst_ty.as_ref(), g.src_ty.as_ref());
+    if g.plan.is_region()
+        && let Some(x) = x
+    {
+        return super::region::bodies(g, order, primal, x, y);
+    }
     match (g.plan.kind, &g.plan.access, x, y) {
         (Kind::Copy, Access::Slice, Some(x), Some(y)) => Bodies {
             bounds: activity_bounds(
@@ -36,6 +41,7 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
             forward: quote!(#p::copy_forward(#order, #d, #s, #primal)),
             augmented: quote!(#p::copy_augmented_primal(#d, #s, #primal)),
             reverse: quote!(#p::copy_reverse(#order, #tape, #d, #s)),
+            ..Bodies::default()
         },
         (Kind::Copy, Access::Pointer(e), Some(t), Some(_)) => {
             let elem = if known_elem(t) {
@@ -49,6 +55,7 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
                 forward: quote!(unsafe { #p::ptr_copy_forward(#order, #shape, #d, #s, #primal) }),
                 augmented: quote!(unsafe { #p::ptr_copy_augmented_primal(#shape, #d, #s, #primal) }),
                 reverse: quote!(unsafe { #p::ptr_copy_reverse(#order, #shape, #tape, #d, #s) }),
+                ..Bodies::default()
             }
         }
         (_, _, Some(x), Some(y)) => {
@@ -67,6 +74,7 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
                 forward: quote!(#p::collective_forward(#order, #d, #s, #primal)),
                 augmented: quote!(#p::collective_augmented_primal(#order, #d, #s, #primal)),
                 reverse: quote!(#p::collective_reverse(#order, #tape, #d, #s)),
+                ..Bodies::default()
             }
         }
         (_, _, None, Some(y)) => {
@@ -77,6 +85,7 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
                 forward: quote!(#p::send_forward(#order, #s, #primal)),
                 augmented: quote!(#p::send_augmented_primal(#order, #s, #primal)),
                 reverse: quote!(#p::send_reverse(#order, #tape, #s)),
+                ..Bodies::default()
             }
         }
         (_, _, Some(x), None) => {
@@ -87,20 +96,16 @@ pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> B
                 forward: quote!(#p::recv_forward(#order, #d, #primal)),
                 augmented: quote!(#p::recv_augmented_primal(#order, #d, #primal)),
                 reverse: quote!(#p::recv_reverse(#order, #tape, #d)),
+                ..Bodies::default()
             }
         }
         // Every kind has a buffer (checked); nothing to generate otherwise.
-        (_, _, None, None) => Bodies {
-            bounds: TokenStream::new(),
-            forward: TokenStream::new(),
-            augmented: TokenStream::new(),
-            reverse: TokenStream::new(),
-        },
+        (_, _, None, None) => Bodies::default(),
     }
 }
 
 /// `__Dst: DstArg<X>, __Src: SrcArg<Y>`, equal batch widths, then the kind's own bounds.
-fn activity_bounds(
+pub(super) fn activity_bounds(
     p: &TokenStream,
     x: &Type,
     y: &Type,
@@ -119,7 +124,7 @@ fn activity_bounds(
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
 /// `Differentiable` for elements the macro could not name, and equal elements (unless the macro
 /// could compare them itself, or the two types are one).
-fn copy_bounds(p: &TokenStream, dst: &Type, src: &Type) -> TokenStream {
+pub(super) fn copy_bounds(p: &TokenStream, dst: &Type, src: &Type) -> TokenStream {
     let mut out = TokenStream::new();
     let same =
         |a: &Type, b: &Type| a.to_token_stream().to_string() == b.to_token_stream().to_string();
@@ -157,24 +162,28 @@ fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> Toke
     out
 }
 
+/// `MemoryKind::Device` and the like.
+pub(super) fn memory_kind(p: &TokenStream, k: crate::model::MemKind) -> TokenStream {
+    let mut name = k.name().to_string();
+    name[..1].make_ascii_uppercase();
+    let v = syn::Ident::new(&name, proc_macro2::Span::call_site());
+    quote!(#p::MemoryKind::#v)
+}
+
+/// The parameter `i` by name, or `0usize` when there is none.
+pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
+    i.map_or_else(
+        || quote!(0usize),
+        |i| g.rule.params[i].name.to_token_stream(),
+    )
+}
+
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.
 fn extent(g: &Generator<'_>, e: &Extent) -> TokenStream {
     let p = &g.p;
-    let kind = |k: crate::model::MemKind| {
-        let mut name = k.name().to_string();
-        name[..1].make_ascii_uppercase();
-        let v = syn::Ident::new(&name, proc_macro2::Span::call_site());
-        quote!(#p::MemoryKind::#v)
-    };
-    let extent = |i: Option<usize>| {
-        i.map_or_else(
-            || quote!(0usize),
-            |i| g.rule.params[i].name.to_token_stream(),
-        )
-    };
-    let (dk, sk) = (kind(e.dst_kind), kind(e.src_kind));
-    let (doff, soff) = (extent(e.dst_offset), extent(e.src_offset));
-    let n = &g.rule.params[e.len].name;
+    let (dk, sk) = (memory_kind(p, e.dst_kind), memory_kind(p, e.src_kind));
+    let (doff, soff) = (arg_or_zero(g, e.dst_offset), arg_or_zero(g, e.src_offset));
+    let n = arg_or_zero(g, e.len);
     quote! {
         #p::PtrCopy { dst_kind: #dk, src_kind: #sk, dst_offset: #doff, src_offset: #soff, n: #n }
     }

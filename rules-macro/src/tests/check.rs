@@ -54,7 +54,7 @@ fn the_stages_run_on_tokens() {
     assert!(matches!(plan.order, Order::Stream(Some(3))));
     assert!(
         plan.extent()
-            .is_some_and(|e| e.len == 2 && e.dst_kind == MemKind::Device)
+            .is_some_and(|e| e.len == Some(2) && e.dst_kind == MemKind::Device)
     );
     assert!(plan.unsafety && !cx.has_errors());
     assert!(cx.take().is_empty());

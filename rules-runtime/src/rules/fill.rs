@@ -14,8 +14,8 @@ use super::region::{Boxes, Checked, Dst, Raw, RawRegion, RegionTape, Side, check
 use crate::activity::{Activity, DstArg, DstPtr, ForwardValue, ReverseValue, SameWidth};
 use crate::element::Differentiable;
 use crate::error::Result;
-use crate::memory::raw::RawShadow;
 use crate::memory::ShadowMemory;
+use crate::memory::raw::RawShadow;
 use crate::ops::region::{fill_region, zero_region};
 use crate::ops::{On, SavedRegion, restore_region, save_region, sum_region};
 

@@ -92,7 +92,15 @@ impl RawRegion {
         &self,
         dst: &D,
     ) -> Result<Raw<T>> {
-        unsafe { Raw::new(self.dst_kind, self.dst, dst.primal(), |k| dst.lane(k), "dst") }
+        unsafe {
+            Raw::new(
+                self.dst_kind,
+                self.dst,
+                dst.primal(),
+                |k| dst.lane(k),
+                "dst",
+            )
+        }
     }
 
     /// The source's lanes, as [`Self::dst_lanes`].
