@@ -94,6 +94,10 @@ struct Entry {
     ctx: Arc<CudaContext>,
     kernels: Option<Kernels>,
     free: Vec<Buffer>,
+    /// Device memory that is all zero bits and never written after (the source of the copies
+    /// that zero CUDA array memory): the largest asked for so far. Smaller ones it replaced are
+    /// kept, since copies may still read them: all go with the context.
+    zeros: Vec<(u64, usize)>,
     /// Streams the cache created: [`IDLE`] and [`HELPER`].
     streams: [Option<RawStream>; 2],
 }
@@ -133,11 +137,47 @@ fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
                 ctx: ctx.clone(),
                 kernels: None,
                 free: Vec::new(),
+                zeros: Vec::new(),
                 streams: [None, None],
             });
             all.last_mut().expect("just pushed")
         }
     }
+}
+
+/// At least `bytes` of device memory of `stream`'s context that are zero and stay zero: read by
+/// copies on any stream, never written. Grows by allocating a larger buffer, zeroed on the cache's
+/// helper stream and waited for there (only then, and nothing else waits); the smaller ones stay
+/// allocated until the context is destroyed, which frees them with it (copies enqueued earlier
+/// may still read them, and no event could say when every reader on every stream is done).
+pub(crate) fn zeros(stream: &CudaStream, bytes: usize) -> Result<u64> {
+    let ctx = stream.context().clone();
+    let helper = helper_stream(&ctx)?;
+    let _current = CurrentContext::save();
+    let mut all = entries();
+    let e = entry(&mut all, &ctx);
+    if let Some(&(ptr, have)) = e.zeros.last()
+        && have >= bytes
+    {
+        return Ok(ptr);
+    }
+    let grown = bytes
+        .max(e.zeros.last().map_or(0, |z| z.1.saturating_mul(2)))
+        .max(1 << 20);
+    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    // SAFETY: a plain allocation in the current context, zeroed on the helper stream, which is
+    // synchronised before the buffer is handed out.
+    let ptr = unsafe { result::malloc_sync(grown) }.map_err(driver("cuMemAlloc (zeros)"))?;
+    let zeroed = unsafe { result::memset_d8_async(ptr, 0, grown, helper.cu_stream()) }
+        .and_then(|()| helper.synchronize());
+    if let Err(err) = zeroed {
+        // SAFETY: nothing else has seen the buffer; the helper stream's work on it is finished
+        // or failed.
+        let _ = unsafe { result::free_sync(ptr) };
+        return Err(driver("cuMemsetD8Async (zeros)")(err));
+    }
+    e.zeros.push((ptr, grown));
+    Ok(ptr)
 }
 
 /// Releases what `e` holds if only the cache references its context; returns whether it did.

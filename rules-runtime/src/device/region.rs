@@ -355,6 +355,13 @@ pub(crate) enum At {
     Host(u64),
     /// A unified-address-space pointer the driver classifies (device, managed, pinned).
     Unified(u64),
+    /// A CUDA array, from element `(x, y, z)`; the side's strides are ignored.
+    Array {
+        handle: sys::CUarray,
+        x: usize,
+        y: usize,
+        z: usize,
+    },
 }
 
 /// Copies a box of `shape` elements of `size` bytes from `src` (strides in elements) into `dst`,
@@ -377,36 +384,60 @@ pub(crate) unsafe fn copy_box(
     let (w, h, d) = shape;
     let height = |row: u64, slice: u64| slice.checked_div(row).unwrap_or(h).max(h) as usize;
     let pitch = |row: u64| (row.max(w) * size) as usize;
-    let (src_type, src_host, src_device) = match src {
-        At::Host(p) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, p, 0),
-        At::Unified(p) => (sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED, 0, p),
+    // (memory type, host pointer, device pointer, array, x in bytes, y, z) of one side.
+    let place = |at: At| match at {
+        At::Host(p) => (
+            sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            p,
+            0,
+            core::ptr::null_mut(),
+            0,
+            0,
+            0,
+        ),
+        At::Unified(p) => (
+            sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+            0,
+            p,
+            core::ptr::null_mut(),
+            0,
+            0,
+            0,
+        ),
+        At::Array { handle, x, y, z } => (
+            sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+            0,
+            0,
+            handle,
+            x * size as usize,
+            y,
+            z,
+        ),
     };
-    let (dst_type, dst_host, dst_device) = match dst {
-        At::Host(p) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, p, 0),
-        At::Unified(p) => (sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED, 0, p),
-    };
+    let (src_type, src_host, src_device, src_array, src_x, src_y, src_z) = place(src);
+    let (dst_type, dst_host, dst_device, dst_array, dst_x, dst_y, dst_z) = place(dst);
     // Every field written out: the memory-type enum has no zero value, so the struct has no
     // all-zero default.
     let c = sys::CUDA_MEMCPY3D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcZ: 0,
+        srcXInBytes: src_x,
+        srcY: src_y,
+        srcZ: src_z,
         srcLOD: 0,
         srcMemoryType: src_type,
         srcHost: src_host as *const core::ffi::c_void,
         srcDevice: src_device,
-        srcArray: core::ptr::null_mut(),
+        srcArray: src_array,
         reserved0: core::ptr::null_mut(),
         srcPitch: pitch(src_row),
         srcHeight: height(src_row, src_slice),
-        dstXInBytes: 0,
-        dstY: 0,
-        dstZ: 0,
+        dstXInBytes: dst_x,
+        dstY: dst_y,
+        dstZ: dst_z,
         dstLOD: 0,
         dstMemoryType: dst_type,
         dstHost: dst_host as *mut core::ffi::c_void,
         dstDevice: dst_device,
-        dstArray: core::ptr::null_mut(),
+        dstArray: dst_array,
         reserved1: core::ptr::null_mut(),
         dstPitch: pitch(dst_row),
         dstHeight: height(dst_row, dst_slice),

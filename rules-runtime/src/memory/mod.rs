@@ -7,6 +7,7 @@
 //! `CudaViewMut`), [`pinned`] (`PinnedHostSlice`), [`unified`] (`UnifiedSlice`) and [`raw`] (raw
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
+pub mod array;
 pub mod device;
 pub mod host;
 pub mod pinned;
@@ -181,6 +182,11 @@ pub unsafe trait ShadowRead {
     /// The device address for work ordered on `stream` (device, pinned and unified memory);
     /// `None` for pageable host memory.
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>>;
+    /// For CUDA array memory ([`MemoryKind::Array`]): the array, which the runtime reaches only
+    /// through box copies. `None` for every other kind.
+    fn array(&self) -> Option<array::ArrayRef<'_>> {
+        None
+    }
 }
 
 /// Memory that can hold a shadow (a derivative) of a copy's buffer: readable *and* writable, since
@@ -247,6 +253,9 @@ unsafe impl<M: ShadowRead + ?Sized> ShadowRead for &mut M {
     }
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         (**self).device(stream)
+    }
+    fn array(&self) -> Option<array::ArrayRef<'_>> {
+        (**self).array()
     }
 }
 

@@ -14,6 +14,7 @@
 pub(crate) mod cross;
 pub use saved::{SavedRegion, restore_region, save_region};
 pub use sum::{accumulate_sum_region, sum_region};
+pub(crate) mod array;
 mod host;
 pub mod region;
 mod saved;
@@ -114,6 +115,9 @@ unsafe impl<B: ShadowRead + ?Sized> ShadowRead for ReadOnly<'_, B> {
     }
     fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
         self.0.device(stream)
+    }
+    fn array(&self) -> Option<crate::memory::array::ArrayRef<'_>> {
+        self.0.array()
     }
 }
 
@@ -303,7 +307,7 @@ where
                 op: op.name(),
                 dst: acc.kind(),
                 src: src.map_or(acc.kind(), |b| b.kind()),
-                why: "CUDA array memory is not supported yet",
+                why: "CUDA array memory is reached through boxes: use the region operations (`accumulate_region`, `zero_region`, ...) with a box of the array",
             });
         }
     }

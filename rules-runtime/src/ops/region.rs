@@ -65,6 +65,9 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     if r.elements() == 0 {
         return Ok(());
     }
+    if buf.array().is_some() {
+        return super::array::fill(on, buf, r, value);
+    }
     let kind = buf.kind();
     match route::<A, A>(on, Op::Zero, &*buf, None)? {
         Route::Host { after } => {
@@ -123,6 +126,9 @@ where
     }
     if ra.elements() == 0 {
         return Ok(());
+    }
+    if acc.array().is_some() || b.array().is_some() {
+        return super::array::pair(on, op, acc, ra, src, rb);
     }
     let size = size_of::<A::Elem>();
     let (ga, gb) = (acc.region(), b.region());

@@ -51,6 +51,19 @@ pub fn save_region<A: ShadowRead + ?Sized>(
     let s = r.check::<A::Elem>("the saved buffer", buf.len())?;
     let kind = buf.kind();
     let shape3 = r.shape();
+    if let Some(a) = buf.array() {
+        let stream = super::array::stream(on, "a CUDA array")?;
+        let p = super::array::place(&a, &r, "the saved buffer")?;
+        let mut held = Held::new(Memory::Device, r.elements() * size_of::<A::Elem>(), stream)?;
+        // SAFETY: the array box was checked; the held buffer has room for it packed.
+        unsafe { box_copy::<A::Elem>(stream, packed(held.ptr(), &r), p.at(), &r)? };
+        held.record(stream)?;
+        a.record(stream)?;
+        return Ok(SavedRegion {
+            shape: shape3,
+            store: Store::Device(held),
+        });
+    }
     let store = match route::<A, A>(on, Op::Zero, buf, None)? {
         Route::Nothing => Store::Host(Vec::new()),
         Route::Host { after } => {
@@ -117,6 +130,21 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
         why: "the region was saved on another route (host or device, or another device) than \
               the one it is restored on: restore with the stream it was saved with",
     };
+    if let Some(a) = buf.array() {
+        let Store::Device(held) = &mut saved.store else {
+            return Err(elsewhere());
+        };
+        let stream = super::array::stream(on, "a CUDA array")?;
+        if held.context().cu_ctx() != stream.context().cu_ctx() {
+            return Err(elsewhere());
+        }
+        let p = super::array::place(&a, &r, "the restored buffer")?;
+        held.wait(stream)?;
+        // SAFETY: the array box was checked; the held buffer holds the packed box of this shape.
+        unsafe { box_copy::<A::Elem>(stream, p.at(), packed(held.ptr(), &r), &r)? };
+        held.record(stream)?;
+        return a.record(stream);
+    }
     match (route::<A, A>(on, Op::Zero, &*buf, None)?, &mut saved.store) {
         (Route::Host { after }, Store::Host(v)) => {
             sync(after.as_deref())?;

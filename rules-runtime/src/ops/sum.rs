@@ -27,6 +27,14 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
     if r.elements() == 0 {
         return Ok(A::Elem::zero());
     }
+    if buf.array().is_some() {
+        // Staged into linear memory; the sum waits for the stream, so the lease outlives its use.
+        let stream = super::array::stream(on, "a CUDA array")?;
+        let (lease, v, packed) = super::array::staged(stream, buf, r)?;
+        let total = sum_region(On::Stream(stream), &v, packed);
+        drop(lease);
+        return total;
+    }
     let kind = buf.kind();
     match route::<A, A>(on, Op::Accumulate, buf, None)? {
         Route::Host { after } => {
@@ -126,6 +134,13 @@ where
             start: a.start.max(boxed.start),
             end: a.end.min(boxed.end),
         });
+    }
+    if src.array().is_some() {
+        let stream = super::array::stream(on, "a CUDA array")?;
+        let (lease, v, packed) = super::array::staged(stream, src, r)?;
+        let done = accumulate_sum_region(On::Stream(stream), acc, &v, packed);
+        drop(lease);
+        return done;
     }
     let (acc_kind, src_kind) = (acc.kind(), src.kind());
     let dtype = A::Elem::DTYPE;

@@ -1,0 +1,341 @@
+//! CUDA array memory (`CUarray`): an opaque layout that only the driver's copies read and write.
+//! cudarc exposes arrays in its raw layer only, so [`CudaArray`] is a thin owned wrapper: the array,
+//! its extent, its element format and its context; destroyed on drop, after the last work the
+//! runtime enqueued on it.
+//!
+//! Shadow work on arrays stages through pooled linear memory (a box copy in, the strided kernels,
+//! a box copy out); zeroing is a copy from a zero buffer, since memset is invalid on arrays (the
+//! reason the seed dropped array support).
+
+use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
+use crate::cuda::driver;
+use crate::device::pool::CurrentContext;
+use crate::element::Differentiable;
+use crate::error::{Error, Result};
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
+use half::{bf16, f16};
+use num_complex::Complex;
+use std::sync::{Arc, Mutex};
+
+/// The array format of an element type: the driver's channel format and channel count. Arrays
+/// hold bits; the runtime does its arithmetic in linear memory, so 64-bit reals and complex
+/// numbers travel as 32-bit unsigned channels, and bf16 as one 16-bit channel.
+///
+/// # Safety
+/// `FORMAT` × `CHANNELS` must be exactly `size_of::<Self>()` bytes.
+pub unsafe trait ArrayElement: Differentiable {
+    /// The driver's channel format.
+    const FORMAT: sys::CUarray_format;
+    /// Channels per element (1, 2 or 4).
+    const CHANNELS: u32;
+}
+
+macro_rules! array_element {
+    ($($t:ty => $f:ident x $c:literal),* $(,)?) => {$(
+        // SAFETY: the channels add up to the type's size (checked in the tests below).
+        unsafe impl ArrayElement for $t {
+            const FORMAT: sys::CUarray_format = sys::CUarray_format::$f;
+            const CHANNELS: u32 = $c;
+        }
+    )*};
+}
+
+array_element! {
+    f32 => CU_AD_FORMAT_FLOAT x 1,
+    f16 => CU_AD_FORMAT_HALF x 1,
+    bf16 => CU_AD_FORMAT_UNSIGNED_INT16 x 1,
+    f64 => CU_AD_FORMAT_UNSIGNED_INT32 x 2,
+    Complex<f32> => CU_AD_FORMAT_FLOAT x 2,
+    Complex<f64> => CU_AD_FORMAT_UNSIGNED_INT32 x 4,
+}
+
+/// A CUDA array of `width × height × depth` elements of `T` (height and depth 1 for 1D and 2D
+/// arrays), owned: destroyed when dropped.
+///
+/// As a shadow it is [`MemoryKind::Array`] memory of `width · height · depth` elements in
+/// row-major order (x fastest): a [`crate::Pitched`] box of it has the pitch `width ·
+/// size_of::<T>()` and the slice height `height`, and must not cross a row's end.
+pub struct CudaArray<T: ArrayElement> {
+    handle: sys::CUarray,
+    extent: (usize, usize, usize),
+    ctx: Arc<CudaContext>,
+    /// Recorded after the last work the runtime enqueued on the array.
+    last: Mutex<Option<sys::CUevent>>,
+    _elem: core::marker::PhantomData<T>,
+}
+
+// SAFETY: the handle is a driver object usable from any thread with its context current; the
+// event is behind a mutex.
+unsafe impl<T: ArrayElement> Send for CudaArray<T> {}
+// SAFETY: as above; shared access only reads the handle and extent.
+unsafe impl<T: ArrayElement> Sync for CudaArray<T> {}
+
+impl<T: ArrayElement> core::fmt::Debug for CudaArray<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CudaArray")
+            .field("dtype", &T::DTYPE)
+            .field("extent", &self.extent)
+            .finish()
+    }
+}
+
+impl<T: ArrayElement> CudaArray<T> {
+    /// A new array of `width × height × depth` elements on `ctx` (contents undefined). A zero
+    /// extent, or one the device does not support, is an error.
+    pub fn new(ctx: &Arc<CudaContext>, width: usize, height: usize, depth: usize) -> Result<Self> {
+        crate::cuda::require_driver()?;
+        if width == 0 || height == 0 || depth == 0 {
+            return Err(Error::BadRegion {
+                what: "a CUDA array".into(),
+                why: format!("its extent {width} × {height} × {depth} has a zero side"),
+            });
+        }
+        // The driver's convention: 1D arrays have height and depth 0, 2D arrays depth 0.
+        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: width,
+            Height: if height == 1 && depth == 1 { 0 } else { height },
+            Depth: if depth == 1 { 0 } else { depth },
+            Format: T::FORMAT,
+            NumChannels: T::CHANNELS,
+            Flags: 0,
+        };
+        let _current = CurrentContext::save();
+        ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        let mut handle = core::ptr::null_mut();
+        // SAFETY: `desc` is a valid descriptor; the handle is written on success.
+        unsafe { sys::cuArray3DCreate_v2(&mut handle, &desc) }
+            .result()
+            .map_err(driver("cuArray3DCreate"))?;
+        Ok(CudaArray {
+            handle,
+            extent: (width, height, depth),
+            ctx: ctx.clone(),
+            last: Mutex::new(None),
+            _elem: core::marker::PhantomData,
+        })
+    }
+
+    /// A new array of this extent with every element `+0.0`, ordered on `stream`.
+    pub fn zeroed(stream: &CudaStream, width: usize, height: usize, depth: usize) -> Result<Self> {
+        let mut a = Self::new(stream.context(), width, height, depth)?;
+        let whole = a.whole();
+        crate::zero_region(crate::On::Stream(stream), &mut a, whole)?;
+        Ok(a)
+    }
+
+    /// A zeroed array of the same extent and context: a shadow for this one.
+    pub fn shadow_like(&self, stream: &CudaStream) -> Result<Self> {
+        let (w, h, d) = self.extent;
+        Self::zeroed(stream, w, h, d)
+    }
+
+    /// Width, height, depth in elements.
+    pub fn extent(&self) -> (usize, usize, usize) {
+        self.extent
+    }
+
+    /// The box of the whole array.
+    pub fn whole(&self) -> crate::Pitched {
+        let (w, h, d) = self.extent;
+        crate::Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
+    }
+
+    /// The box at `(x, y, z)` of `width × height × depth` elements.
+    pub fn region(
+        &self,
+        (x, y, z): (usize, usize, usize),
+        (width, height, depth): (usize, usize, usize),
+    ) -> crate::Pitched {
+        let (w, h, _) = self.extent;
+        crate::Pitched::slices(
+            x + w * (y + h * z),
+            width,
+            height,
+            depth,
+            w * size_of::<T>(),
+            h,
+        )
+    }
+
+    /// The raw handle (for the user's own driver calls: copies into and out of the array).
+    pub fn cu_array(&self) -> sys::CUarray {
+        self.handle
+    }
+
+    /// The context the array belongs to.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Copies `data` (the whole array, x fastest) in from host memory, ordered on `stream`;
+    /// `data` is read before the call returns.
+    pub fn copy_from_host(&mut self, stream: &CudaStream, data: &[T]) -> Result<()> {
+        crate::error::check_len("the host data for a CUDA array", self.len(), data.len())?;
+        let a = self.array_ref();
+        crate::ops::array::host_copy(stream, a, data.as_ptr() as u64, true)?;
+        stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize (array upload)"))
+    }
+
+    /// The whole array, copied out to host memory once the work queued on `stream` is done.
+    pub fn to_host(&self, stream: &CudaStream) -> Result<Vec<T>> {
+        let mut v = vec![T::zero(); self.len()];
+        let a = self.array_ref();
+        crate::ops::array::host_copy(stream, a, v.as_mut_ptr() as u64, false)?;
+        stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize (array download)"))?;
+        Ok(v)
+    }
+
+    fn array_ref(&self) -> ArrayRef<'_> {
+        ArrayRef {
+            handle: self.handle,
+            extent: self.extent,
+            size: size_of::<T>(),
+            ctx: &self.ctx,
+            last: Some(&self.last),
+        }
+    }
+}
+
+impl<T: ArrayElement> Drop for CudaArray<T> {
+    fn drop(&mut self) {
+        let _current = CurrentContext::save();
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        let last = self
+            .last
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(e) = last {
+            // The runtime's last work on the array must be done before it is destroyed.
+            // SAFETY: a live event of this context.
+            unsafe {
+                let _ = result::event::synchronize(e);
+                let _ = result::event::destroy(e);
+            }
+        }
+        // SAFETY: the array is ours and no work the runtime enqueued on it is pending.
+        let _ = unsafe { sys::cuArrayDestroy(self.handle) };
+    }
+}
+
+/// What the runtime needs of array memory: the array, its extent and element size, its context,
+/// and where to record the end of work enqueued on it.
+#[derive(Clone, Copy)]
+pub struct ArrayRef<'a> {
+    pub(crate) handle: sys::CUarray,
+    pub(crate) extent: (usize, usize, usize),
+    pub(crate) size: usize,
+    pub(crate) ctx: &'a Arc<CudaContext>,
+    pub(crate) last: Option<&'a Mutex<Option<sys::CUevent>>>,
+}
+
+impl core::fmt::Debug for ArrayRef<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ArrayRef")
+            .field("extent", &self.extent)
+            .finish()
+    }
+}
+
+impl ArrayRef<'_> {
+    /// Records the end of the work just enqueued on `stream` (of the array's context), for the
+    /// array's drop.
+    pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {
+        let Some(last) = self.last else {
+            return Ok(());
+        };
+        let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+        let _current = CurrentContext::save();
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
+        let e = match *last {
+            Some(e) => e,
+            None => {
+                let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                    .map_err(driver("cuEventCreate (array)"))?;
+                *last = Some(e);
+                e
+            }
+        };
+        // SAFETY: the event and the stream belong to the array's context.
+        unsafe { result::event::record(e, stream.cu_stream()) }.map_err(driver("cuEventRecord"))
+    }
+}
+
+// SAFETY: array memory has no address: `host` and `device` answer `None`, and the runtime reaches
+// it only through `array`, whose handle and extent are the array's own.
+unsafe impl<T: ArrayElement> ShadowRead for CudaArray<T> {
+    type Elem = T;
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Array
+    }
+    fn len(&self) -> usize {
+        let (w, h, d) = self.extent;
+        w * h * d
+    }
+    fn region(&self) -> Region {
+        // No address: an empty range, which overlaps nothing (two arrays are compared by handle).
+        Region { start: 0, end: 0 }
+    }
+    fn context(&self) -> Option<&Arc<CudaContext>> {
+        Some(&self.ctx)
+    }
+    fn host(&self) -> Result<Option<&[T]>> {
+        Ok(None)
+    }
+    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        None
+    }
+    fn array(&self) -> Option<ArrayRef<'_>> {
+        Some(self.array_ref())
+    }
+}
+
+// SAFETY: as above; `&mut self` gives exclusive access to the array.
+unsafe impl<T: ArrayElement> ShadowMemory for CudaArray<T> {
+    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
+        Ok(None)
+    }
+    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel_bytes(f: sys::CUarray_format) -> usize {
+        match f {
+            sys::CUarray_format::CU_AD_FORMAT_FLOAT
+            | sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32 => 4,
+            sys::CUarray_format::CU_AD_FORMAT_HALF
+            | sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16 => 2,
+            _ => 0,
+        }
+    }
+
+    fn check<T: ArrayElement>() {
+        assert_eq!(
+            channel_bytes(T::FORMAT) * T::CHANNELS as usize,
+            size_of::<T>()
+        );
+    }
+
+    #[test]
+    fn formats_match_element_sizes() {
+        check::<f32>();
+        check::<f64>();
+        check::<f16>();
+        check::<bf16>();
+        check::<Complex<f32>>();
+        check::<Complex<f64>>();
+    }
+}

@@ -1,0 +1,187 @@
+//! GPU suite for CUDA array memory: shadows in arrays, reached through boxes (staged through
+//! pooled linear memory, zeroed by a copy from a zero buffer). `#[ignore]`d: without a GPU they
+//! are reported skipped, never passed.
+
+use rules_runtime::cudarc::driver::CudaStream;
+use rules_runtime::memory::array::CudaArray;
+use rules_runtime::{
+    Error, On, Pitched, accumulate_and_zero_region, accumulate_region, accumulate_sum_region,
+    fill_region, restore_region, save_region, sum_region, zero_region,
+};
+use std::sync::Arc;
+
+fn gpu() -> Arc<CudaStream> {
+    match rules_runtime::cuda::stream(0) {
+        Ok(s) => s,
+        Err(e) => panic!("the GPU suite needs a usable GPU ({e}); without one it stays ignored"),
+    }
+}
+
+fn ramp(n: usize, start: f32) -> Vec<f32> {
+    (0..n).map(|i| start + (i % 97) as f32 / 32.0).collect()
+}
+
+/// The seed's round trip through an array: `x (host) → array → y (host)`, `loss = Σ y²`, so
+/// `dx == 2x` exactly, for widths 1 and 3; and the array's shadow reads back all `+0.0`.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_through_an_array() {
+    let s = gpu();
+    for (w, h, d) in [(1000, 1, 1), (37, 11, 1), (9, 5, 4)] {
+        let n = w * h * d;
+        let x = ramp(n, 0.5);
+        let mut arr = CudaArray::<f32>::new(s.context(), w, h, d).unwrap();
+        arr.copy_from_host(&s, &x).unwrap();
+        let y = arr.to_host(&s).unwrap();
+        assert_eq!(y, x, "the primal round trip");
+        let whole = arr.whole();
+        let lin = Pitched::linear::<f32>(0, n);
+        for width in [1usize, 3] {
+            let mut d_arrays: Vec<_> = (0..width).map(|_| arr.shadow_like(&s).unwrap()).collect();
+            let mut dxs = vec![vec![0.0f32; n]; width];
+            for (k, (da, dx)) in d_arrays.iter_mut().zip(&mut dxs).enumerate() {
+                // Reverse of the download (array → y): d_array += dy; dy ← 0.
+                let mut dy: Vec<f32> = y.iter().map(|v| 2.0 * v * (k + 1) as f32).collect();
+                accumulate_and_zero_region(On::stream(&s), da, whole, &mut dy, lin).unwrap();
+                assert!(dy.iter().all(|&v| v == 0.0));
+                // Reverse of the upload (x → array): dx += d_array; d_array ← 0.
+                accumulate_and_zero_region(On::stream(&s), dx, lin, da, whole).unwrap();
+            }
+            for (k, (da, dx)) in d_arrays.iter().zip(&dxs).enumerate() {
+                let want: Vec<f32> = x.iter().map(|v| 2.0 * v * (k + 1) as f32).collect();
+                assert_eq!(*dx, want, "dx, lane {k}, {w}x{h}x{d}");
+                let back = da.to_host(&s).unwrap();
+                assert!(
+                    back.iter().all(|v| v.to_bits() == 0),
+                    "array shadow not +0.0"
+                );
+            }
+        }
+    }
+}
+
+/// `x (device) → array → device`, with the device side reversed on the stream.
+#[test]
+#[ignore = "needs a GPU"]
+fn device_round_trip_through_an_array() {
+    let s = gpu();
+    let (w, h) = (300, 7);
+    let n = w * h;
+    let x = ramp(n, -1.0);
+    let arr = CudaArray::<f32>::new(s.context(), w, h, 1).unwrap();
+    let whole = arr.whole();
+    let lin = Pitched::linear::<f32>(0, n);
+    let mut dy = s
+        .clone_htod(&x.iter().map(|v| 2.0 * v).collect::<Vec<_>>())
+        .unwrap();
+    let mut da = arr.shadow_like(&s).unwrap();
+    let mut dx = s.alloc_zeros::<f32>(n).unwrap();
+    accumulate_and_zero_region(On::stream(&s), &mut da, whole, &mut dy, lin).unwrap();
+    accumulate_and_zero_region(On::stream(&s), &mut dx, lin, &mut da, whole).unwrap();
+    let got = s.clone_dtoh(&dx).unwrap();
+    assert_eq!(got, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    assert!(s.clone_dtoh(&dy).unwrap().iter().all(|&v| v == 0.0));
+    assert!(da.to_host(&s).unwrap().iter().all(|v| v.to_bits() == 0));
+}
+
+/// Adjoint identity for boxes smaller than the array, with offsets, 1D/2D/3D, array on either
+/// side; every element outside the box reads back untouched.
+#[test]
+#[ignore = "needs a GPU"]
+fn boxes_of_arrays_are_exact_and_touch_nothing_else() {
+    let s = gpu();
+    let cases = [
+        ((64, 1, 1), (5, 0, 0), (40, 1, 1)),
+        ((33, 17, 1), (3, 4, 0), (20, 9, 1)),
+        ((12, 10, 6), (1, 2, 3), (7, 5, 2)),
+    ];
+    for ((w, h, d), origin, (bw, bh, bd)) in cases {
+        let n = w * h * d;
+        let a0 = ramp(n, 3.0);
+        let mut arr = CudaArray::<f32>::new(s.context(), w, h, d).unwrap();
+        arr.copy_from_host(&s, &a0).unwrap();
+        let r = arr.region(origin, (bw, bh, bd));
+        // The linear side: a pitched host box with padding.
+        let lp = bw + 3;
+        let lr = Pitched::slices(2, bw, bh, bd, lp * 4, bh + 1);
+        let len = 2 + (bd - 1) * lp * (bh + 1) + (bh - 1) * lp + bw + 1;
+        let lin0: Vec<f32> = (0..len).map(|i| -((i % 13) as f32) / 4.0).collect();
+        let inside_a: Vec<usize> = (0..bd)
+            .flat_map(|z| (0..bh).flat_map(move |y| (0..bw).map(move |x| (x, y, z))))
+            .map(|(x, y, z)| (origin.0 + x) + w * ((origin.1 + y) + h * (origin.2 + z)))
+            .collect();
+        let inside_l: Vec<usize> = (0..bd)
+            .flat_map(|z| (0..bh).flat_map(move |y| (0..bw).map(move |x| (x, y, z))))
+            .map(|(x, y, z)| 2 + x + lp * y + lp * (bh + 1) * z)
+            .collect();
+        // array += linear (read).
+        let mut lin = lin0.clone();
+        accumulate_region(On::stream(&s), &mut arr, r, &lin, lr).unwrap();
+        let mut want = a0.clone();
+        for (i, j) in inside_a.iter().zip(&inside_l) {
+            want[*i] += lin0[*j];
+        }
+        assert_eq!(arr.to_host(&s).unwrap(), want, "array += host, {w}x{h}x{d}");
+        // linear += array, array box ← 0.
+        accumulate_and_zero_region(On::stream(&s), &mut lin, lr, &mut arr, r).unwrap();
+        let mut want_lin = lin0.clone();
+        for (i, j) in inside_a.iter().zip(&inside_l) {
+            want_lin[*j] += want[*i];
+            want[*i] = 0.0;
+        }
+        assert_eq!(lin, want_lin, "host += array, {w}x{h}x{d}");
+        assert_eq!(
+            arr.to_host(&s).unwrap(),
+            want,
+            "array box zeroed, rest kept"
+        );
+        // A box crossing the end of a row is refused before anything moves.
+        let cross = arr.region((w - 2, 0, 0), (5, 1, 1));
+        let e = accumulate_region(
+            On::stream(&s),
+            &mut arr,
+            cross,
+            &lin,
+            Pitched::linear::<f32>(0, 5),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BadRegion { .. }), "{e}");
+        let e = zero_region(On::Host, &mut arr, r).unwrap_err();
+        assert!(matches!(e, Error::NoStream(_)), "{e}");
+        assert_eq!(arr.to_host(&s).unwrap(), want, "nothing moved");
+    }
+}
+
+/// Array to array, fills, sums (into the host and into a device value) and restore.
+#[test]
+#[ignore = "needs a GPU"]
+fn arrays_with_arrays_fills_sums_and_restore() {
+    let s = gpu();
+    let (w, h) = (40, 6);
+    let n = w * h;
+    let a0 = ramp(n, 1.0);
+    let b0 = ramp(n, -2.0);
+    let mut a = CudaArray::<f32>::new(s.context(), w, h, 1).unwrap();
+    let mut b = CudaArray::<f32>::new(s.context(), w, h, 1).unwrap();
+    a.copy_from_host(&s, &a0).unwrap();
+    b.copy_from_host(&s, &b0).unwrap();
+    let r = a.region((2, 1, 0), (10, 3, 1));
+    accumulate_and_zero_region(On::stream(&s), &mut a, r, &mut b, r).unwrap();
+    let (ga, gb) = (a.to_host(&s).unwrap(), b.to_host(&s).unwrap());
+    for i in 0..n {
+        let (x, y) = (i % w, i / w);
+        let inside = (2..12).contains(&x) && (1..4).contains(&y);
+        assert_eq!(ga[i], if inside { a0[i] + b0[i] } else { a0[i] }, "a[{i}]");
+        assert_eq!(gb[i], if inside { 0.0 } else { b0[i] }, "b[{i}]");
+    }
+    // Fill, sum (exact: multiples of 1/32), accumulate a sum into a device value, save/restore.
+    let before = a.to_host(&s).unwrap();
+    let mut saved = save_region(On::stream(&s), &a, r).unwrap();
+    fill_region(On::stream(&s), &mut a, r, 0.5).unwrap();
+    assert_eq!(sum_region(On::stream(&s), &a, r).unwrap(), 15.0);
+    let mut v = s.clone_htod(&[1.0f32]).unwrap();
+    accumulate_sum_region(On::stream(&s), &mut v, &a, r).unwrap();
+    assert_eq!(s.clone_dtoh(&v).unwrap(), [16.0]);
+    restore_region(On::stream(&s), &mut a, r, &mut saved).unwrap();
+    assert_eq!(a.to_host(&s).unwrap(), before);
+}
