@@ -325,6 +325,13 @@ macro_rules! duplicated_ptrs {
 duplicated_ptrs!(Duplicated);
 duplicated_ptrs!(DuplicatedOnly);
 
+/// `Active` has no shadow: it matches any width (its derivatives come back one per lane of the
+/// destination).
+impl<T> Activity for Active<T> {
+    type Width = AnyWidth;
+    const WIDTH: usize = 0;
+    const PRIMAL_NEEDED: bool = true;
+}
 impl<T, const N: usize> Activity for Dual<T, N> {
     type Width = Lanes<N>;
     const WIDTH: usize = N;

@@ -5,8 +5,8 @@ fn typo(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     dst.copy_from_slice(src);
 }
 
-#[derivative_rule(memset)]
-fn planned(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+#[derivative_rule(copy_2d)]
+fn misspelled(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     dst.copy_from_slice(src);
 }
 
