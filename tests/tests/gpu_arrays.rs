@@ -35,7 +35,8 @@ fn seed_round_trip_through_an_array() {
         let y = arr.to_host(&s).unwrap();
         assert_eq!(y, x, "the primal round trip");
         let whole = arr.whole();
-        let lin = Pitched::linear::<f32>(0, n);
+        // The host side, packed: the same box shape with the array's own pitch.
+        let lin = whole;
         for width in [1usize, 3] {
             let mut d_arrays: Vec<_> = (0..width).map(|_| arr.shadow_like(&s).unwrap()).collect();
             let mut dxs = vec![vec![0.0f32; n]; width];
@@ -70,7 +71,7 @@ fn device_round_trip_through_an_array() {
     let x = ramp(n, -1.0);
     let arr = CudaArray::<f32>::new(s.context(), w, h, 1).unwrap();
     let whole = arr.whole();
-    let lin = Pitched::linear::<f32>(0, n);
+    let lin = whole;
     let mut dy = s
         .clone_htod(&x.iter().map(|v| 2.0 * v).collect::<Vec<_>>())
         .unwrap();

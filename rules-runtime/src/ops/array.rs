@@ -5,7 +5,7 @@
 //! is invalid on arrays). Everything is ordered on the copy's stream; nothing waits on the host
 //! beyond what the linear route does.
 
-use super::region::{accumulate_and_zero_region, accumulate_region};
+use super::region::pair as linear_pair;
 use super::{On, Op, Source};
 use crate::device::pool::{self, Lease, Memory};
 use crate::device::region::{At, copy_box};
@@ -222,19 +222,49 @@ where
         // The same box on both sides: accumulate doubles it (the zeroing case returned above).
         (Some(l), None, _, Either::Array(_)) => {
             let (mut v, copy) = (view(l)?, view(l)?);
-            accumulate_region(on, &mut v, packed, &copy, packed)?;
+            linear_pair(
+                on,
+                Op::Accumulate,
+                &mut v,
+                packed,
+                Source::Read(&copy),
+                packed,
+            )?;
         }
         (Some(l), Some(m), _, _) => {
-            accumulate_region(on, &mut view(l)?, packed, &view(m)?, packed)?
+            let m = view(m)?;
+            linear_pair(
+                on,
+                Op::Accumulate,
+                &mut view(l)?,
+                packed,
+                Source::Read(&m),
+                packed,
+            )?;
         }
         (Some(l), None, _, Either::Linear(Source::Take(b))) => {
-            accumulate_and_zero_region(on, &mut view(l)?, packed, b, rb)?;
+            linear_pair(
+                on,
+                Op::AccumulateAndZero,
+                &mut view(l)?,
+                packed,
+                Source::Take(b),
+                rb,
+            )?;
         }
         (Some(l), None, _, Either::Linear(Source::Read(b))) => {
-            accumulate_region(on, &mut view(l)?, packed, b, rb)?;
+            linear_pair(
+                on,
+                Op::Accumulate,
+                &mut view(l)?,
+                packed,
+                Source::Read(b),
+                rb,
+            )?;
         }
         (None, Some(m), Either::Linear(acc), _) => {
-            accumulate_region(on, acc, ra, &view(m)?, packed)?
+            let m = view(m)?;
+            linear_pair(on, Op::Accumulate, acc, ra, Source::Read(&m), packed)?;
         }
         _ => {
             return Err(Error::UnsupportedKinds {

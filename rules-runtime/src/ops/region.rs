@@ -99,7 +99,7 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
 }
 
 /// The two-box operations: check both boxes, their shapes and overlap, route, run.
-fn pair<A, B>(
+pub(super) fn pair<A, B>(
     on: On<'_>,
     op: Op,
     acc: &mut A,
