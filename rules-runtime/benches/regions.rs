@@ -7,12 +7,16 @@
 //!   per element) against `cuMemcpy2DAsync` device→device of the same box (1 read + 1 write),
 //!   compared in bandwidth (bytes moved per second), at several widths and pitches, odd ones
 //!   included.
+//! - The reverse of a copy out of a CUDA array (`linear += array box; array box ← 0`) against
+//!   the sum of its parts timed alone: the array→linear `cuMemcpy3DAsync`, the accumulate, and
+//!   the copy from a zero buffer into the array.
 //! - The deterministic sum (the reverse of `fill`) against cuBLAS `sasum` over the same bytes,
 //!   both returning their result to the host (cuBLAS in its default host pointer mode, which
 //!   waits for the result, as `sum_region` does).
 
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
+use rules_runtime::memory::array::CudaArray;
 use rules_runtime::{On, Pitched, accumulate_and_zero_region, accumulate_region, sum_region};
 use std::sync::Arc;
 
@@ -177,6 +181,111 @@ fn main() -> R<()> {
         println!(
             "| {w}x{h} (pitch {pitch} B) | {ours:.1} | {:.0} | - | - | - |",
             gbs((w * h * 4) as f64, ours)
+        );
+    }
+
+    println!(
+        "\n## CUDA array reverse (linear += array box; array box ← 0) vs its parts timed alone (f32)"
+    );
+    println!(
+        "| extent | box MiB | ours us | array→linear copy us | accumulate us | zero copy us | sum of parts us | ours / sum |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (w, h, d) in [
+        (8192usize, 4096usize, 1usize),
+        (4096, 1024, 1),
+        (512, 512, 64),
+    ] {
+        let n = w * h * d;
+        let mut arr = CudaArray::<f32>::new(&ctx, w, h, d)?;
+        let host: Vec<f32> = (0..n).map(|i| (i % 251) as f32 / 64.0).collect();
+        arr.copy_from_host(&s, &host)?;
+        let mut acc = data(&s, n, 5)?;
+        let mut staged = data(&s, n, 6)?;
+        let zeros = s.alloc_zeros::<f32>(n)?;
+        let whole = arr.whole();
+        let ours = median_us(&s, 4 * n * 4, || {
+            Ok(accumulate_and_zero_region(
+                On::stream(&s),
+                &mut acc,
+                whole,
+                &mut arr,
+                whole,
+            )?)
+        })?;
+        let copy3d = |to_array: bool, lin: u64| {
+            let (arr_type, lin_type) = (
+                sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+                sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            );
+            let side = |array: bool| {
+                if array {
+                    (arr_type, 0, arr.cu_array())
+                } else {
+                    (lin_type, lin, core::ptr::null_mut())
+                }
+            };
+            let (st, sd, sa) = side(!to_array);
+            let (dt, dd, da) = side(to_array);
+            sys::CUDA_MEMCPY3D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: st,
+                srcHost: core::ptr::null(),
+                srcDevice: sd,
+                srcArray: sa,
+                reserved0: core::ptr::null_mut(),
+                srcPitch: w * 4,
+                srcHeight: h,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: dt,
+                dstHost: core::ptr::null_mut(),
+                dstDevice: dd,
+                dstArray: da,
+                reserved1: core::ptr::null_mut(),
+                dstPitch: w * 4,
+                dstHeight: h,
+                WidthInBytes: w * 4,
+                Height: h,
+                Depth: d,
+            }
+        };
+        let cs = s.cu_stream();
+        let (pst, _g1) = staged.device_ptr_mut(&s);
+        let (pz, _g2) = zeros.device_ptr(&s);
+        let out = copy3d(false, pst);
+        let t_out = median_us(&s, 2 * n * 4, || {
+            // SAFETY: the whole array into `staged`, which holds `n` floats.
+            unsafe { sys::cuMemcpy3DAsync_v2(&out, cs) }.result()?;
+            Ok(())
+        })?;
+        let zero = copy3d(true, pz);
+        let t_zero = median_us(&s, 2 * n * 4, || {
+            // SAFETY: `zeros` (n floats) into the whole array.
+            unsafe { sys::cuMemcpy3DAsync_v2(&zero, cs) }.result()?;
+            Ok(())
+        })?;
+        drop((_g1, _g2));
+        let packed = Pitched::slices(0, w, h, d, w * 4, h);
+        let t_acc = median_us(&s, 3 * n * 4, || {
+            Ok(accumulate_region(
+                On::stream(&s),
+                &mut acc,
+                packed,
+                &staged,
+                packed,
+            )?)
+        })?;
+        let parts = t_out + t_acc + t_zero;
+        println!(
+            "| {w}x{h}x{d} | {:.1} | {ours:.1} | {t_out:.1} | {t_acc:.1} | {t_zero:.1} | {parts:.1} | {:.3} |",
+            (n * 4) as f64 / (1 << 20) as f64,
+            ours / parts
         );
     }
     Ok(())
