@@ -31,7 +31,9 @@ impl<'a> Docs<'a> {
     /// The forward rule's docs.
     pub fn forward(&self) -> String {
         let p = &self.primal;
-        let what = if self.plan.kind == Kind::Copy {
+        let what = if let Some(w) = self.region_forward() {
+            w
+        } else if self.plan.kind == Kind::Copy {
             format!(
                 "Runs the copy (not when `dst` is `DuplicatedOnly`), then for each lane `k`: \
                  `d_dst[k] ← d_src[k]` through [`{p}`] itself, or `d_dst[k] ← 0` when `src` is `Const`."
@@ -56,7 +58,9 @@ impl<'a> Docs<'a> {
 
     /// The reverse rule's docs.
     pub fn reverse(&self, augmented: &Ident) -> String {
-        let what = if self.plan.kind == Kind::Copy {
+        let what = if let Some(w) = self.region_reverse(augmented) {
+            w
+        } else if self.plan.kind == Kind::Copy {
             format!(
                 "Takes the tape from [`{augmented}`] and the same arguments. For each lane `k`, \
                  in order: `d_src[k] += d_dst[k]` if `src` is active, then `d_dst[k] ← 0`."
@@ -70,6 +74,58 @@ impl<'a> Docs<'a> {
             )
         };
         self.page("Reverse rule", &what, true)
+    }
+
+    /// The forward rule of a region kind, in words (`None` for copies and collectives).
+    fn region_forward(&self) -> Option<String> {
+        let p = &self.primal;
+        let lanes = match self.plan.kind {
+            Kind::Memset => "`d_dst[k][R] ← 0`".to_string(),
+            Kind::Fill if self.plan.value.is_some() => {
+                "`d_dst[k][R] ← d_v[k]` (the value `Const(v)` or `Dual`; 0 when `Const`)"
+                    .to_string()
+            }
+            Kind::Fill => format!(
+                "`d_dst[k][R] ← d_v[k]` through [`{p}`] itself, or 0 when the value is `Const`"
+            ),
+            Kind::Copy2d | Kind::Copy3d => format!(
+                "`d_dst[k][R] ← d_src[k][R']` through [`{p}`] itself, or `d_dst[k][R] ← 0` when `src` is `Const`"
+            ),
+            _ => return None,
+        };
+        Some(format!(
+            "Runs [`{p}`] (not when `dst` is `DuplicatedOnly`), then for each lane `k`: {lanes}. \
+             `R` is the destination's box; nothing outside it (padding between rows included) is \
+             read or written."
+        ))
+    }
+
+    /// The reverse rule of a region kind (or of a rule with `restore`), in words.
+    fn region_reverse(&self, augmented: &Ident) -> Option<String> {
+        let lanes = match self.plan.kind {
+            Kind::Memset => "`d_dst[k][R] ← 0`",
+            Kind::Fill if self.plan.value.is_some() => {
+                "with an `Active` value, `d_v[k] = Σ_R d_dst[k]` (a deterministic sum), returned as \
+                 one derivative per lane (`[T; N]`; `()` for a `Const` value); then `d_dst[k][R] ← 0`"
+            }
+            Kind::Fill => "`d_v[k] += Σ_R d_dst[k]` on the stream, then `d_dst[k][R] ← 0`",
+            Kind::Copy2d | Kind::Copy3d => {
+                "`d_src[k][R'] += d_dst[k][R]` if `src` is active, then `d_dst[k][R] ← 0` (one fused pass)"
+            }
+            _ if self.plan.restore => {
+                "`d_src[k] += d_dst[k]` if `src` is active, then `d_dst[k] ← 0`"
+            }
+            _ => return None,
+        };
+        let restore = if self.plan.restore {
+            " Then the destination's old contents, saved by the augmented primal, are written back."
+        } else {
+            ""
+        };
+        Some(format!(
+            "Takes the tape from [`{augmented}`] and the same arguments. For each lane `k`, in \
+             order: {lanes}.{restore}"
+        ))
     }
 
     fn page(&self, title: &str, what: &str, reverse: bool) -> String {
@@ -95,6 +151,18 @@ impl<'a> Docs<'a> {
                  must call the rule with the same batch width, and not inside an NCCL group."
             );
         }
+        if self.plan.value.is_some() {
+            return format!(
+                "As for [`{p}`], with `dst` as an activity (`Const`, `Duplicated`, \
+                 `DuplicatedOnly`) and the value as `Const(v)` or `Dual` (forward) or `Const(v)` or \
+                 `Active(v)` (augmented primal and reverse)."
+            );
+        }
+        if self.plan.src.is_none() {
+            return format!(
+                "As for [`{p}`], with `dst` as an activity (`Const`, `Duplicated`, `DuplicatedOnly`)."
+            );
+        }
         format!(
             "As for [`{p}`], with `dst` and `src` as activities (`Const`, `Duplicated`, \
              `DuplicatedOnly`) of the same batch width (or one of them `Const`)."
@@ -111,10 +179,11 @@ impl<'a> Docs<'a> {
                  [`{p}`] fails."
             );
         }
-        let ranges = if self.plan.extent().is_some() {
-            "`RangeOverflow`, "
-        } else {
-            ""
+        let ranges = match (self.plan.extent().is_some(), self.plan.is_region()) {
+            (true, true) => "`RangeOverflow`, `BadRegion`, ",
+            (true, false) => "`RangeOverflow`, ",
+            (false, true) => "`BadRegion`, ",
+            (false, false) => "",
         };
         format!(
             "Every argument and every lane is checked before the first write (`NoDriver`, \
@@ -150,7 +219,7 @@ impl<'a> Docs<'a> {
         format!(
             "The contract of [`{p}`], for the primal pointers and again for each lane's shadow \
              pointers. Moreover:\n\n\
-             - Every shadow pointer, like its primal, must be valid and aligned for `offset + n` elements \
+             - Every shadow pointer, like its primal, must be valid and aligned for its box (`offset + n` elements, or the rows of a region rule) \
              in the memory kind declared for its side (`dst = {dst}`, `src = {src}`); shadows are both \
              read and written.\n\
              - No shadow may alias a primal, nor a shadow of another lane; a lane's `dst` and `src` \

@@ -48,6 +48,24 @@ use proc_macro::TokenStream;
 /// - A parameter under `#[cfg(...)]` is configured out of the generated rules with it.
 /// - A copy between devices (a peer copy) is a `copy` rule: its reverse accumulates across them.
 ///
+/// Region rules work on a box of their destination and never touch what lies outside it
+/// (padding between rows included):
+///
+/// - `#[derivative_rule(copy2d)]` / `copy3d`: a pitched copy, `#[width]` (elements per row),
+///   `#[height]` (rows), `#[dst_pitch]` and `#[src_pitch]` (bytes between rows), and for 3-D
+///   `#[depth]` (slices), `#[dst_slice_height]` and `#[src_slice_height]` (rows between slices).
+/// - `#[derivative_rule(memset)]`: a bit pattern written over the box (the value is not
+///   differentiable: leave it unmarked); the shadows' boxes are zeroed.
+/// - `#[derivative_rule(fill)]`: a value of the element type, `#[value] v: T` (its activity is
+///   `Const` or `Dual` in forward mode, `Const` or `Active` in reverse mode, whose reverse
+///   returns `d_v` per lane as `[T; N]`), or held in a one-element buffer,
+///   `#[value] v: &CudaSlice<T>` (`Duplicated` like any buffer).
+/// - A memset or fill takes rows (`#[width]`, `#[height]`, `#[dst_pitch]`), a run (`#[len]`,
+///   pointer rules), or, on a reference, the whole buffer.
+/// - `restore` (`#[derivative_rule(copy2d, restore)]`, any kind that overwrites its destination,
+///   `copy` included): the augmented primal saves the old box into the tape, and the reverse
+///   writes it back after the shadow work.
+///
 /// NCCL collectives have their own kinds, each with its adjoint: `broadcast` and `reduce`
 /// (`#[root]`), `all_gather`, `reduce_scatter`, `all_reduce`, `send` (`#[src]` only) and `recv`
 /// (`#[dst]` only) with `#[peer]`, `send_recv` with `#[send_to]` and `#[recv_from]`. The

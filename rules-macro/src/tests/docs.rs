@@ -40,7 +40,7 @@ fn a_pointer_rule_documents_validity_aliasing_and_lifetime() {
             // Validity of the shadows, in the declared kinds.
             "# Safety\nThe contract of [`f`], for the primal pointers and again for each lane's \
              shadow pointers.",
-            "Every shadow pointer, like its primal, must be valid and aligned for `offset + n` elements",
+            "Every shadow pointer, like its primal, must be valid and aligned for its box (`offset + n` elements",
             "(`dst = device`, `src = host`)",
             // Aliasing.
             "No shadow may alias a primal, nor a shadow of another lane;",
