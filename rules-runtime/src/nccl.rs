@@ -31,8 +31,8 @@ pub fn nccl_available() -> bool {
         return false;
     }
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the library by name; nothing from it is called.
-    *PRESENT.get_or_init(|| unsafe { cudarc::nccl::sys::is_culib_present() })
+    // The names cudarc's loader tries first (it does not try the versioned `libnccl.so.2`).
+    *PRESENT.get_or_init(|| crate::cuda::library_present(&["libnccl.so", "nccl.dll"]))
 }
 
 /// `Ok` when the CUDA driver and NCCL are there; [`Error::NoDriver`] or [`Error::NoNccl`] otherwise.

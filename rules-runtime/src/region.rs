@@ -263,7 +263,7 @@ mod tests {
             .check::<f32>("dst", 100)
             .unwrap_err();
         assert!(e.to_string().contains("slice height"), "{e}");
-        let e = Pitched::rows(usize::MAX / 2, 4, 3, 16)
+        let e = Pitched::rows(usize::MAX - 2, 4, 3, 16)
             .check::<f32>("dst", 12)
             .unwrap_err();
         assert!(e.to_string().contains("beyond"), "{e}");
