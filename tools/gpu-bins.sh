@@ -2,7 +2,8 @@
 # Builds the workspace's test, bench and example executables (no GPU needed to build) and gathers
 # them in .gpu-bin/, so that a GPU machine without a Rust toolchain can run them as they are:
 #
-#   tools/gpu-bins.sh [extra cargo args]      # default: --workspace --all-features
+#   tools/gpu-bins.sh [extra cargo args]      # default: --workspace --features rules-runtime/testing
+# (not --all-features: the CUDA version features of rules-runtime are exclusive, one per build)
 #
 # Names: test-<target>, bench-<target>, example-<target> (e.g. .gpu-bin/test-gpu,
 # .gpu-bin/bench-shadow_ops, .gpu-bin/example-round_trip). Then, on the GPU machine:
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--workspace --all-features)
+[ ${#args[@]} -gt 0 ] || args=(--workspace --features rules-runtime/testing)
 out=${GPU_BINS_OUT:-.gpu-bin}
 rm -rf "$out" && mkdir -p "$out"
 collect() { # $1 = prefix; reads cargo's JSON messages on stdin
@@ -40,4 +41,7 @@ echo "tests:";    cargo test  "${args[@]}" --no-run --message-format=json-render
 echo "benches:";  cargo bench "${args[@]}" --no-run --message-format=json-render-diagnostics | collect bench || true
 echo "examples:"; cargo build "${args[@]}" --release --examples --message-format=json-render-diagnostics | collect example || true
 if command -v strip >/dev/null; then strip --strip-debug "$out"/* 2>/dev/null || true; fi
+du -sh "$out"
+# Symbols are not needed there, and the copy has a size limit.
+strip "$out"/* 2>/dev/null || true
 du -sh "$out"
