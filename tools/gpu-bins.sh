@@ -40,8 +40,6 @@ for line in sys.stdin:
 echo "tests:";    cargo test  "${args[@]}" --no-run --message-format=json-render-diagnostics | collect test
 echo "benches:";  cargo bench "${args[@]}" --no-run --message-format=json-render-diagnostics | collect bench || true
 echo "examples:"; cargo build "${args[@]}" --release --examples --message-format=json-render-diagnostics | collect example || true
-if command -v strip >/dev/null; then strip --strip-debug "$out"/* 2>/dev/null || true; fi
-du -sh "$out"
-# Symbols are not needed there, and the copy has a size limit.
-strip "$out"/* 2>/dev/null || true
+# Symbols are not needed there, and the copy has a size limit (64 MiB with the tree).
+if command -v strip >/dev/null; then strip "$out"/* 2>/dev/null || true; fi
 du -sh "$out"
