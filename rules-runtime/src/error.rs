@@ -134,6 +134,19 @@ pub enum Error {
     )]
     NoStream(String),
 
+    /// The operation's stream is being captured into a CUDA graph, and its route cannot be
+    /// captured: it reads or writes host memory from the host (which waits for the stream), or
+    /// forks work onto another device's streams. Nothing was enqueued; the capture is intact.
+    #[error(
+        "{op} cannot be recorded into a CUDA graph: its stream is capturing, and this route waits \
+         on the host for host memory (or works on another device); capture only device-memory \
+         rules (device, unified, pinned as its device buffer), or run this one outside the capture"
+    )]
+    Capturing {
+        /// The operation.
+        op: &'static str,
+    },
+
     /// A CUDA driver call failed.
     #[error("CUDA driver error in {op}: {message}")]
     Driver {

@@ -83,8 +83,13 @@ fn check_context(a: &ArrayRef<'_>, s: &CudaStream, what: &str) -> Result<()> {
 }
 
 /// The stream array work is ordered on: the one `on` names (an array has no stream of its own).
+/// Array work stages through pooled memory, which a CUDA graph capture cannot record safely:
+/// refused while the stream is capturing.
 pub(crate) fn stream<'s>(on: On<'s>, what: &str) -> Result<&'s CudaStream> {
     match on {
+        On::Stream(s) if super::capturing(s)? => Err(Error::Capturing {
+            op: "CUDA array staging",
+        }),
         On::Stream(s) => Ok(s),
         On::Host => Err(Error::NoStream(what.to_string())),
     }

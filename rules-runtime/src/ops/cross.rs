@@ -105,6 +105,11 @@ where
 }
 
 impl Cross<'_> {
+    /// The copy's stream.
+    pub(crate) fn stream(&self) -> &CudaStream {
+        &self.stream
+    }
+
     pub(super) fn run<A, B>(self, acc: &mut A, src: Source<'_, B>) -> Result<()>
     where
         A: ShadowMemory + ?Sized,

@@ -334,7 +334,35 @@ where
             }
         }
     };
+    refuse_in_capture(op, &route)?;
     Ok(Plan { op, n, same, route })
+}
+
+/// A route that waits on the host (host memory, staging) or forks work to other streams (another
+/// context) cannot be recorded into a CUDA graph: while its stream is capturing it is refused with
+/// [`Error::Capturing`] before anything is enqueued, so the capture itself stays intact. Device
+/// routes are one kernel or memset on the stream, which capture records like any other launch;
+/// they are not asked (the hot path stays one launch).
+fn refuse_in_capture(op: Op, route: &Route<'_>) -> Result<()> {
+    let s: &CudaStream = match route {
+        Route::Host { after: Some(s) }
+        | Route::StageIn { stream: s }
+        | Route::StageOut { stream: s } => s,
+        Route::Cross(c) => c.stream(),
+        Route::Nothing | Route::Host { after: None } | Route::Device { .. } => return Ok(()),
+    };
+    if capturing(s)? {
+        Err(Error::Capturing { op: op.name() })
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `s` is being captured into a CUDA graph.
+pub(crate) fn capturing(s: &CudaStream) -> Result<bool> {
+    let _current = crate::device::pool::CurrentContext::save();
+    let status = s.capture_status().map_err(driver("cuStreamIsCapturing"))?;
+    Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// The stream the work is ordered on: the one `on` names; for [`On::Host`], the own stream of a

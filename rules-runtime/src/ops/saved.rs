@@ -74,6 +74,10 @@ pub fn save_region<A: ShadowRead + ?Sized>(
             Store::Host(v)
         }
         Route::Device { stream } => {
+            // Held pooled memory, ordered by events across calls: not recorded into a graph.
+            if super::capturing(&stream)? {
+                return Err(Error::Capturing { op: "save_region" });
+            }
             let bytes = r.elements() * size_of::<A::Elem>();
             let mut held = Held::new(Memory::Device, bytes, &stream)?;
             let d = buf
@@ -157,6 +161,11 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
             Ok(())
         }
         (Route::Device { stream }, Store::Device(held)) => {
+            if super::capturing(&stream)? {
+                return Err(Error::Capturing {
+                    op: "restore_region",
+                });
+            }
             if held.context().cu_ctx() != stream.context().cu_ctx() {
                 return Err(elsewhere());
             }

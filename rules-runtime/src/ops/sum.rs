@@ -46,6 +46,10 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
             Ok(host_sum(h, s, &r))
         }
         Route::Device { stream } => {
+            // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
+            if super::capturing(&stream)? {
+                return Err(crate::Error::Capturing { op: "sum_region" });
+            }
             let d = buf
                 .device(&stream)
                 .ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
@@ -154,6 +158,10 @@ where
             Ok(())
         }
         Route::Device { stream } => {
+            // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
+            if super::capturing(&stream)? {
+                return Err(crate::Error::Capturing { op: "sum_region" });
+            }
             let parts = launch::sum_partials(dtype, shape(&r)).max(1);
             let partials = Lease::new(Memory::Device, parts * 8, &stream, &stream)?;
             let d = src

@@ -1,0 +1,157 @@
+//! CUDA graphs: a device-only forward and reverse captured once with stream capture and replayed
+//! with new inputs, exact every time; a route that cannot be captured (pageable host memory) is
+//! refused with `Error::Capturing` while the capture stays intact. `#[ignore]`d: without a GPU
+//! they are reported skipped, never passed.
+
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
+use rules_runtime::{Duplicated, Error, On, accumulate, derivative_rule, zero};
+use std::sync::Arc;
+
+/// A stream of its own: the context's default (legacy) stream cannot be captured.
+fn gpu() -> Arc<CudaStream> {
+    let ctx = rules_runtime::cuda::context(0).unwrap_or_else(|e| {
+        panic!("the GPU suite needs a usable GPU ({e}); without one it stays ignored")
+    });
+    ctx.new_stream().expect("a new stream")
+}
+
+/// Device → device, as a user writes it.
+#[derivative_rule(copy)]
+fn copy_dd(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaSlice<f32>,
+    #[src] src: &CudaSlice<f32>,
+) -> Result<(), DriverError> {
+    stream.memcpy_dtod(src, dst)
+}
+
+/// Device → pageable host.
+#[derivative_rule(copy)]
+fn download_dh(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut [f32],
+    #[src] src: &CudaSlice<f32>,
+) -> Result<(), DriverError> {
+    stream.memcpy_dtoh(src, dst)
+}
+
+const MODE: sys::CUstreamCaptureMode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+fn inputs(round: usize, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7 + round * 13) % 128) as f32 / 64.0 - 1.0)
+        .collect()
+}
+
+/// The seed's round trip in device memory, `y = copy(x)`, `loss = Σ y²`: the augmented primal,
+/// the seed `dy = 2y` (zero, then `y` accumulated twice), and the reverse (`dx += dy; dy ← 0`),
+/// plus the forward rule's tangent, all captured into one graph and replayed with new inputs.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_captured_in_a_graph_and_replayed() {
+    let s = gpu();
+    let n = 1 << 16;
+    let mut x = s.clone_htod(&inputs(0, n)).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    let mut dx = s.alloc_zeros::<f32>(n).unwrap();
+    let mut dy = s.alloc_zeros::<f32>(n).unwrap();
+    let mut tx = s.clone_htod(&vec![0.5f32; n]).unwrap();
+    let mut ty = s.alloc_zeros::<f32>(n).unwrap();
+    let on = On::stream(&s);
+    // One run outside the capture: kernels loaded, cudarc's buffers settled on this stream.
+    let pass = |x: &mut CudaSlice<f32>,
+                y: &mut CudaSlice<f32>,
+                dx: &mut CudaSlice<f32>,
+                dy: &mut CudaSlice<f32>,
+                tx: &mut CudaSlice<f32>,
+                ty: &mut CudaSlice<f32>| {
+        copy_dd_forward(
+            &s,
+            Duplicated::new(&mut *y, &mut *ty),
+            Duplicated::new(&*x, &mut *tx),
+        )
+        .unwrap();
+        let tape = copy_dd_augmented_primal(
+            &s,
+            Duplicated::new(&mut *y, &mut *dy),
+            Duplicated::new(&*x, &mut *dx),
+        )
+        .unwrap();
+        zero(on, &mut *dx).unwrap();
+        zero(on, &mut *dy).unwrap();
+        accumulate(on, &mut *dy, &*y).unwrap();
+        accumulate(on, &mut *dy, &*y).unwrap();
+        copy_dd_reverse(
+            tape,
+            &s,
+            Duplicated::new(&mut *y, &mut *dy),
+            Duplicated::new(&*x, &mut *dx),
+        )
+        .unwrap();
+    };
+    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty);
+    s.synchronize().unwrap();
+    s.begin_capture(MODE).unwrap();
+    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty);
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a graph");
+    for round in 1..=10 {
+        let xs = inputs(round, n);
+        s.memcpy_htod(&xs, &mut x).unwrap();
+        let ts: Vec<f32> = xs.iter().map(|v| v * 0.25).collect();
+        s.memcpy_htod(&ts, &mut tx).unwrap();
+        graph.launch().unwrap();
+        s.synchronize().unwrap();
+        let want: Vec<f32> = xs.iter().map(|v| 2.0 * v).collect();
+        assert_eq!(s.clone_dtoh(&dx).unwrap(), want, "dx == 2x, replay {round}");
+        assert_eq!(s.clone_dtoh(&y).unwrap(), xs, "y == x, replay {round}");
+        assert_eq!(s.clone_dtoh(&ty).unwrap(), ts, "tangent, replay {round}");
+        assert!(s.clone_dtoh(&dy).unwrap().iter().all(|&v| v == 0.0));
+    }
+}
+
+/// A reverse through pageable host memory waits on the host: during a capture it is refused
+/// before anything is enqueued, and the capture goes on to produce a working graph.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_host_route_during_capture_is_a_typed_error_and_the_capture_survives() {
+    let s = gpu();
+    let n = 1024;
+    let x = s.clone_htod(&inputs(3, n)).unwrap();
+    let mut dx = s.alloc_zeros::<f32>(n).unwrap();
+    let mut y = vec![0.0f32; n];
+    let mut dy = vec![1.0f32; n];
+    let mut acc = s.alloc_zeros::<f32>(n).unwrap();
+    accumulate(On::stream(&s), &mut acc, &x).unwrap(); // kernels loaded outside the capture
+    zero(On::stream(&s), &mut acc).unwrap();
+    let tape = download_dh_augmented_primal(
+        &s,
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Duplicated::new(&x, &mut dx),
+    )
+    .unwrap();
+    s.synchronize().unwrap();
+    s.begin_capture(MODE).unwrap();
+    let e = download_dh_reverse(
+        tape,
+        &s,
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Duplicated::new(&x, &mut dx),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Capturing { .. }), "{e}");
+    accumulate(On::stream(&s), &mut acc, &x).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("the capture is intact");
+    graph.launch().unwrap();
+    graph.launch().unwrap();
+    s.synchronize().unwrap();
+    let want: Vec<f32> = inputs(3, n).iter().map(|v| 2.0 * v).collect();
+    assert_eq!(s.clone_dtoh(&acc).unwrap(), want);
+    assert_eq!(dy, vec![1.0; n], "nothing was written");
+    assert!(s.clone_dtoh(&dx).unwrap().iter().all(|&v| v == 0.0));
+}
