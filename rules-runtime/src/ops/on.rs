@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub enum On<'a> {
     /// No stream named: host memory is handled by host code before the call returns; device
     /// memory of a cudarc buffer is handled on the buffer's own stream; a raw device pointer is
-    /// an error ([`Error::NoStream`]).
+    /// an error ([`crate::Error::NoStream`]).
     Host,
     /// Work ordered on this stream (the primal copy's stream). Host memory is touched by host
     /// code after the work queued on the stream so far has finished.
