@@ -4,6 +4,7 @@
 //! of their own. What the macro cannot see (does a type implement `ShadowMemory`?) is left to
 //! trait bounds placed at the argument's span by [`crate::expand`].
 
+mod array;
 mod buffers;
 mod collective;
 mod copy;

@@ -331,6 +331,18 @@ pub enum Role {
     SrcSliceHeight,
     /// `#[value]`: the value of a fill.
     Value,
+    /// `#[dst_x]`: the column (in elements) where the destination's box starts in its CUDA array.
+    DstX,
+    /// `#[dst_y]`: the row where the destination's box starts in its CUDA array.
+    DstY,
+    /// `#[dst_z]`: the slice where the destination's box starts in its CUDA array.
+    DstZ,
+    /// `#[src_x]`: the column (in elements) where the source's box starts in its CUDA array.
+    SrcX,
+    /// `#[src_y]`: the row where the source's box starts in its CUDA array.
+    SrcY,
+    /// `#[src_z]`: the slice where the source's box starts in its CUDA array.
+    SrcZ,
 }
 
 impl Role {
@@ -355,6 +367,12 @@ impl Role {
         Role::DstSliceHeight,
         Role::SrcSliceHeight,
         Role::Value,
+        Role::DstX,
+        Role::DstY,
+        Role::DstZ,
+        Role::SrcX,
+        Role::SrcY,
+        Role::SrcZ,
     ];
     /// The extent roles of region rules (each a `usize`).
     pub const EXTENTS: &[Role] = &[
@@ -365,6 +383,16 @@ impl Role {
         Role::SrcPitch,
         Role::DstSliceHeight,
         Role::SrcSliceHeight,
+    ];
+    /// The origin roles of a box in a CUDA array (each a `usize`): the destination's x, y, z,
+    /// then the source's.
+    pub const ORIGINS: &[Role] = &[
+        Role::DstX,
+        Role::DstY,
+        Role::DstZ,
+        Role::SrcX,
+        Role::SrcY,
+        Role::SrcZ,
     ];
     /// The rank roles of collectives.
     pub const RANKS: &[Role] = &[Role::Root, Role::Peer, Role::SendTo, Role::RecvFrom];
@@ -391,6 +419,12 @@ impl Role {
             Role::DstSliceHeight => "dst_slice_height",
             Role::SrcSliceHeight => "src_slice_height",
             Role::Value => "value",
+            Role::DstX => "dst_x",
+            Role::DstY => "dst_y",
+            Role::DstZ => "dst_z",
+            Role::SrcX => "src_x",
+            Role::SrcY => "src_y",
+            Role::SrcZ => "src_z",
         }
     }
 
@@ -431,7 +465,37 @@ impl Role {
             Role::DstSliceHeight => "destination slice height (rows between slices)",
             Role::SrcSliceHeight => "source slice height (rows between slices)",
             Role::Value => "value",
+            Role::DstX => "destination's x (the column its box starts at in its CUDA array)",
+            Role::DstY => "destination's y (the row its box starts at in its CUDA array)",
+            Role::DstZ => "destination's z (the slice its box starts at in its CUDA array)",
+            Role::SrcX => "source's x (the column its box starts at in its CUDA array)",
+            Role::SrcY => "source's y (the row its box starts at in its CUDA array)",
+            Role::SrcZ => "source's z (the slice its box starts at in its CUDA array)",
         }
+    }
+
+    /// For an origin role: whether it places the destination's box (else the source's), and
+    /// its axis (0, 1, 2 for x, y, z).
+    pub fn origin(self) -> Option<(bool, usize)> {
+        Some(match self {
+            Role::DstX => (true, 0),
+            Role::DstY => (true, 1),
+            Role::DstZ => (true, 2),
+            Role::SrcX => (false, 0),
+            Role::SrcY => (false, 1),
+            Role::SrcZ => (false, 2),
+            _ => return None,
+        })
+    }
+
+    /// The origin role of a side (`dst`: true) and an axis (0, 1, 2).
+    pub fn origin_of(dst: bool, axis: usize) -> Role {
+        let side = if dst {
+            [Role::DstX, Role::DstY, Role::DstZ]
+        } else {
+            [Role::SrcX, Role::SrcY, Role::SrcZ]
+        };
+        side[axis.min(2)]
     }
 }
 

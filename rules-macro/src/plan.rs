@@ -45,6 +45,21 @@ pub struct Region {
     pub dst_slice_height: Option<usize>,
     /// `#[src_slice_height]`.
     pub src_slice_height: Option<usize>,
+    /// `#[dst_x]`, `#[dst_y]`, `#[dst_z]`: where the destination's box starts in its CUDA array.
+    pub dst_origin: [Option<usize>; 3],
+    /// `#[src_x]`, `#[src_y]`, `#[src_z]`: where the source's box starts in its CUDA array.
+    pub src_origin: [Option<usize>; 3],
+    /// The destination is a CUDA array (`&mut CudaArray<T>`).
+    pub dst_array: bool,
+    /// The source is a CUDA array (`&CudaArray<T>`).
+    pub src_array: bool,
+}
+
+impl Region {
+    /// Whether either side is a CUDA array.
+    pub fn has_array(&self) -> bool {
+        self.dst_array || self.src_array
+    }
 }
 
 /// A buffer parameter.
@@ -105,10 +120,10 @@ impl Plan {
         matches!(self.order, Order::Stream(Some(_)))
     }
 
-    /// Whether the rules are region rules (their bodies work on boxes): the region kinds, and a
-    /// copy with `restore`.
+    /// Whether the rules are region rules (their bodies work on boxes): the region kinds, a copy
+    /// with `restore`, and a copy of a whole CUDA array.
     pub fn is_region(&self) -> bool {
-        self.kind.is_region() || self.restore
+        self.kind.is_region() || self.restore || self.region.has_array()
     }
 
     /// The indices of the buffer parameters.

@@ -10,6 +10,8 @@ use syn::{GenericArgument, Lifetime, PathArguments, Type};
 
 /// The CUDA stream type, as the last segment of its path.
 const CUDA_STREAM: &str = "CudaStream";
+/// The runtime's CUDA array type, as the last segment of its path.
+const CUDA_ARRAY: &str = "CudaArray";
 /// `Arc`, which may wrap a stream.
 const ARC: &str = "Arc";
 /// `Rc`, which may wrap a communicator.
@@ -136,6 +138,24 @@ pub fn replace_impl_trait(ty: &Type) -> Type {
     let mut ty = ty.clone();
     walk(&mut ty);
     ty
+}
+
+/// Whether `ty` is a CUDA array by its name: `CudaArray<T>` (any path), or a reference to one.
+/// An alias of it is not recognised: its boxes are then described as linear memory's.
+pub fn is_array_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => is_array_type(&r.elem),
+        Type::Paren(p) => is_array_type(&p.elem),
+        Type::Group(g) => is_array_type(&g.elem),
+        Type::Path(p) => {
+            p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == CUDA_ARRAY)
+        }
+        _ => false,
+    }
 }
 
 /// Whether `ty` is a CUDA stream by its name: `CudaStream`, `Arc<CudaStream>`, or a reference.

@@ -9,9 +9,14 @@
 //! - [`copy_slice`] (slice shape) and [`copy_ptr`] (pointer shape, host memory), for the host
 //!   suites that sweep element types.
 //!
+//! - [`arrays`]: copies between CUDA arrays and linear memory (`copy2d`, `copy3d`, whole-array
+//!   `copy`), through the raw driver's `cuMemcpy3DAsync`.
+//!
 //! The tests that exercise other shapes (unified and pinned memory, collectives, raw device
 //! pointers) define their own rules beside them.
 #![deny(missing_docs)]
+
+pub mod arrays;
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, DriverError};
 use rules_runtime::{Differentiable, derivative_rule};

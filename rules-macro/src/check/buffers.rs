@@ -6,7 +6,9 @@ use crate::model::{MEMORY_KINDS, MemKind, Role};
 use crate::parse::{Param, Rule};
 use crate::plan::{Access, Extent};
 use crate::text::one_of;
-use crate::types::{DIFFERENTIABLE, NOT_DIFFERENTIABLE, USIZE, elem_name, element_of, show};
+use crate::types::{
+    DIFFERENTIABLE, NOT_DIFFERENTIABLE, USIZE, elem_name, element_of, is_array_type, show,
+};
 use proc_macro2::TokenStream;
 use syn::Type;
 
@@ -32,7 +34,22 @@ pub fn check_buffers(
             check_by_value(cx, d, Role::Dst);
             check_by_value(cx, s, Role::Src);
             let is_buf = |t: &Type| matches!(t, Type::Reference(_) | Type::Ptr(_));
-            if is_buf(dt) && is_buf(st) {
+            let ptr_next_to_array = match (dt, st) {
+                (Type::Ptr(_), t) if is_array_type(t) => Some((d, "#[src]", "#[dst]")),
+                (t, Type::Ptr(_)) if is_array_type(t) => Some((s, "#[dst]", "#[src]")),
+                _ => None,
+            };
+            if let Some((p, array, ptr)) = ptr_next_to_array {
+                let Type::Ptr(pt) = &p.ty else { return None };
+                cx.error_spanned_by(
+                    &p.ty,
+                    format!(
+                        "`{array}` is a CUDA array (a reference), so `{ptr}` must be a reference too: for raw linear memory take `&{m}RawShadow<{e}>` (`rules_runtime::memory::raw::RawShadow`, made from the pointer, its memory kind and its length)",
+                        m = if ptr == "#[dst]" { "mut " } else { "" },
+                        e = show(&pt.elem),
+                    ),
+                );
+            } else if is_buf(dt) && is_buf(st) {
                 let (want, write) = if let Type::Ptr(p) = dt {
                     ("a raw pointer", format!("*const {}", show(&p.elem)))
                 } else {
@@ -342,8 +359,12 @@ pub fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
                 wanted.attr(),
                 match wanted {
                     Role::DstPitch | Role::SrcPitch => "bytes",
-                    Role::Height | Role::DstSliceHeight | Role::SrcSliceHeight => "rows",
-                    Role::Depth => "slices",
+                    Role::Height
+                    | Role::DstSliceHeight
+                    | Role::SrcSliceHeight
+                    | Role::DstY
+                    | Role::SrcY => "rows",
+                    Role::Depth | Role::DstZ | Role::SrcZ => "slices",
                     _ => "elements",
                 },
                 show(ty)

@@ -208,7 +208,7 @@ fn check_copy_roles(cx: &Ctxt, rule: &Rule) {
                 mark.role.attr()
             ),
             Role::Stream => "a collective runs on its communicator's stream: remove `#[stream]` (the generated rules order their work on `comm.stream()`)".to_string(),
-            r if Role::EXTENTS.contains(&r) || r == Role::Value => format!(
+            r if Role::EXTENTS.contains(&r) || Role::ORIGINS.contains(&r) || r == Role::Value => format!(
                 "`{}` belongs to region rules (`memset`, `fill`, `copy2d`, `copy3d`); a collective moves whole buffers: remove it, and pass a view (`buf.slice(a..b)`) instead",
                 mark.role.attr()
             ),

@@ -1,6 +1,7 @@
 //! The checks of copy rules: one destination and one source, a stream when device memory is
 //! involved, no collective roles. The buffers' own rules are in [`super::buffers`].
 
+use super::array::{check_array_stream, check_origins};
 use super::buffers::check_buffers;
 use super::{check_one_role, unmarked};
 use crate::ctxt::Ctxt;
@@ -24,6 +25,9 @@ pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     }
     check_collective_roles_on_copy(cx, rule);
     check_region_roles_on_copy(cx, rule);
+    let mut region = Region::default();
+    check_origins(cx, rule, Kind::Copy, &mut region);
+    check_array_stream(cx, rule, &region, stream);
     let (access, dst_ty, src_ty) = buffers?;
     let unsafety = rule.is_unsafe() || matches!(access, Access::Pointer(_));
     Some(Plan {
@@ -40,7 +44,7 @@ pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
         order: Order::Stream(stream),
         unsafety,
         value: None,
-        region: Region::default(),
+        region,
         restore: rule.args.restore.is_some(),
     })
 }

@@ -2,6 +2,7 @@
 //! `copy2d` and `copy3d` (two boxes of one shape, each side with its own pitch). The buffers'
 //! own rules are in [`super::buffers`]; the stream's and the collective roles' in [`super::copy`].
 
+use super::array::{array_sides, check_array_stream, check_origins};
 use super::buffers::{check_buffers, check_dst_only, check_extent};
 use super::check_one_role;
 use super::copy::{check_collective_roles_on_copy, check_device_pointer_stream, check_stream};
@@ -24,6 +25,7 @@ pub fn check_region(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<Plan> {
     let stream = check_stream(cx, rule);
     check_collective_roles_on_copy(cx, rule);
     let region = check_extents(cx, rule, kind);
+    check_array_stream(cx, rule, &region, stream);
     let value = check_value(cx, rule, kind);
     let (access, dst_ty, src_ty) = match (kind.is_pitched(), dst, src) {
         (true, Some(d), Some(s)) => {
@@ -83,8 +85,9 @@ fn check_no_source(cx: &Ctxt, rule: &Rule, kind: Kind) {
 
 /// Each kind's box roles: a pitched copy needs its width, height and both pitches (and for 3-D
 /// the depth and both slice heights); a memset or a fill takes rows of its destination (width,
-/// height and pitch together) or none (a run, or the whole buffer). A role the kind cannot use
-/// is refused rather than passed through: the box would silently be another one.
+/// height and pitch together) or none (a run, or the whole buffer). A CUDA array's side has no
+/// pitch or slice height but an origin ([`check_origins`]). A role the kind cannot use is refused
+/// rather than passed through: the box would silently be another one.
 fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
     let mut r = Region::default();
     for &role in Role::EXTENTS {
@@ -100,6 +103,8 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
         };
         *slot = at;
     }
+    check_origins(cx, rule, kind, &mut r);
+    let (da, sa) = array_sides(rule);
     let three_d = [Role::Depth, Role::DstSliceHeight, Role::SrcSliceHeight];
     if kind != Kind::Copy3d {
         for role in three_d {
@@ -129,9 +134,13 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
                 }
             ),
         );
-        let mut needed = vec![Role::Width, Role::Height, Role::DstPitch, Role::SrcPitch];
+        let mut needed = vec![Role::Width, Role::Height];
+        needed.extend((!da).then_some(Role::DstPitch));
+        needed.extend((!sa).then_some(Role::SrcPitch));
         if kind == Kind::Copy3d {
-            needed.extend([Role::Depth, Role::DstSliceHeight, Role::SrcSliceHeight]);
+            needed.push(Role::Depth);
+            needed.extend((!da).then_some(Role::DstSliceHeight));
+            needed.extend((!sa).then_some(Role::SrcSliceHeight));
         }
         for role in needed {
             require(cx, rule, kind, role);
@@ -149,9 +158,14 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
                 ),
             );
         }
-        let rows = [Role::Width, Role::Height, Role::DstPitch];
+        // An array's rows are placed by their origin, not a pitch ([`check_origins`]).
+        let rows: &[Role] = if da {
+            &[Role::Width, Role::Height, Role::DstX, Role::DstY]
+        } else {
+            &[Role::Width, Role::Height, Role::DstPitch]
+        };
         if rows.iter().any(|&role| !rule.with_role(role).is_empty()) {
-            for role in rows {
+            for &role in rows.iter().filter(|r| r.origin().is_none()) {
                 require(cx, rule, kind, role);
             }
         }

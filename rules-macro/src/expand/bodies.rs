@@ -6,7 +6,7 @@ use super::tokens::bound_at;
 use super::{Bodies, Generator};
 use crate::model::Kind;
 use crate::plan::{Access, Extent};
-use crate::types::{elem_name, element_of, host_container_elem, known_elem};
+use crate::types::{elem_name, element_of, host_container_elem, is_array_type, known_elem};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::Type;
@@ -124,19 +124,25 @@ pub(super) fn activity_bounds(
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
 /// `Differentiable` for elements the macro could not name, and equal elements (unless the macro
 /// could compare them itself, or the two types are one).
-pub(super) fn copy_bounds(p: &TokenStream, dst: &Type, src: &Type) -> TokenStream {
+pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> TokenStream {
     let mut out = TokenStream::new();
     let same =
         |a: &Type, b: &Type| a.to_token_stream().to_string() == b.to_token_stream().to_string();
     let types: &[&Type] = if same(dst, src) { &[dst] } else { &[dst, src] };
+    // A CUDA array's element is its type argument; in a rule on an array every opaque buffer's
+    // bound says it: a bare `ShadowMemory` bound would hide the impls' `Elem` from the solver.
+    let array_elem = |t: &'a Type| is_array_type(t).then(|| element_of(t)).flatten();
+    let shared = array_elem(dst).or_else(|| array_elem(src));
     for x in types {
-        match host_container_elem(x) {
-            Some(e) if known_elem(e) => {}
-            Some(e) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
-            None => out.extend(bound_at(x, &quote!(#p::ShadowMemory))),
+        match (host_container_elem(x), shared) {
+            (Some(e), _) if known_elem(e) => {}
+            (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
+            (None, Some(e)) => out.extend(bound_at(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            (None, None) => out.extend(bound_at(x, &quote!(#p::ShadowMemory))),
         }
     }
-    let (de, se) = (host_container_elem(dst), host_container_elem(src));
+    let elem = |t: &'a Type| host_container_elem(t).or_else(|| array_elem(t));
+    let (de, se) = (elem(dst), elem(src));
     let compare = match (de, se) {
         (Some(d), Some(s)) => (!known_elem(d) || !known_elem(s)) && !same(d, s),
         _ => !same(dst, src),

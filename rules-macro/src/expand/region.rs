@@ -199,30 +199,67 @@ fn value_bodies(
     }
 }
 
-/// The `Boxes` of a slice rule: offsets are 0 (a slice is cut at the call).
+/// The `Boxes` of a slice rule: offsets are 0 (a slice is cut at the call); a CUDA array's box
+/// is its shape and its origin, laid out by the runtime in the array's own layout.
 fn slice_boxes(g: &Generator<'_>) -> TokenStream {
     let p = &g.p;
     let zero = quote!(0usize);
-    let rows = g.plan.region.width.is_some();
-    match g.plan.kind {
+    let r = &g.plan.region;
+    let rows = r.width.is_some();
+    let side = |dst: bool| {
+        let array = if dst { r.dst_array } else { r.src_array };
+        if array {
+            array_shape(g)
+        } else {
+            pitched(g, &zero, dst)
+        }
+    };
+    let boxes = match g.plan.kind {
         Kind::Copy2d | Kind::Copy3d => {
-            let (d, s) = (pitched(g, &zero, true), pitched(g, &zero, false));
+            let (d, s) = (side(true), side(false));
             quote!(#p::Boxes::copy(#d, #s))
         }
         Kind::Fill if g.plan.src.is_some() => {
             if rows {
-                let d = pitched(g, &zero, true);
+                let d = side(true);
                 quote!(#p::Boxes::from_value(::core::option::Option::Some(#d)))
             } else {
                 quote!(#p::Boxes::from_value(::core::option::Option::None))
             }
         }
         Kind::Memset | Kind::Fill if rows => {
-            let d = pitched(g, &zero, true);
+            let d = side(true);
             quote!(#p::Boxes::dst(#d))
         }
-        _ => quote!(#p::Boxes::WHOLE),
+        _ => return quote!(#p::Boxes::WHOLE),
+    };
+    let at = |o: &[Option<usize>; 3]| {
+        let [x, y, z] = o.map(|i| arg_or_zero(g, i));
+        quote!(#x, #y, #z)
+    };
+    let mut boxes = boxes;
+    if r.dst_array {
+        let o = at(&r.dst_origin);
+        boxes = quote!(#boxes.dst_in_array(#o));
     }
+    if r.src_array && g.plan.kind.is_pitched() {
+        let o = at(&r.src_origin);
+        boxes = quote!(#boxes.src_in_array(#o));
+    }
+    boxes
+}
+
+/// The shape of a box in a CUDA array (its offset and pitches are the array's, filled in by the
+/// runtime): `#[width]` × `#[height]` × `#[depth]` (1 for a 2-D box).
+fn array_shape(g: &Generator<'_>) -> TokenStream {
+    let p = &g.p;
+    let r = &g.plan.region;
+    let (w, h) = (arg_or_zero(g, r.width), arg_or_zero(g, r.height));
+    let d = match r.depth {
+        Some(_) => arg_or_zero(g, r.depth),
+        None => quote!(1usize),
+    };
+    quote!(#p::Pitched::slices(0usize, #w, #h, #d, 0usize, 0usize))
 }
 
 /// The destination's box of a pointer rule: rows, or a run of `#[len]` elements.

@@ -14,6 +14,10 @@ use crate::ops::{self, On, Op, SavedRegion};
 use crate::region::{Pitched, Strides};
 use core::marker::PhantomData;
 
+/// Where a box starts in a CUDA array: `(x, y, z)` in elements, as `cuMemcpy3D`'s
+/// `srcXInBytes / size_of::<T>()`, `srcY`, `srcZ` count it.
+pub type Origin = (usize, usize, usize);
+
 /// The boxes of a region rule's call, as the generated code names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Boxes {
@@ -23,14 +27,22 @@ pub struct Boxes {
     pub src: Option<Pitched>,
     /// The source is a fill's value, a one-element buffer, not a box of the destination's shape.
     pub value: bool,
+    /// The destination is a CUDA array and its box starts here: only the shape of `dst` counts,
+    /// its offset and pitches are the array's own (resolved when the call is checked).
+    pub dst_at: Option<Origin>,
+    /// As `dst_at`, for the source.
+    pub src_at: Option<Origin>,
 }
 
 impl Boxes {
-    /// Whole buffers of equal lengths (a copy with `restore`, a memset or fill of a whole slice).
+    /// Whole buffers of equal lengths (a copy with `restore`, a memset or fill of a whole slice,
+    /// a copy of a whole CUDA array: its box is the array's extent).
     pub const WHOLE: Boxes = Boxes {
         dst: None,
         src: None,
         value: false,
+        dst_at: None,
+        src_at: None,
     };
 
     /// Two boxes of one shape (a pitched copy).
@@ -38,7 +50,7 @@ impl Boxes {
         Boxes {
             dst: Some(dst),
             src: Some(src),
-            value: false,
+            ..Boxes::WHOLE
         }
     }
 
@@ -46,8 +58,7 @@ impl Boxes {
     pub const fn dst(dst: Pitched) -> Self {
         Boxes {
             dst: Some(dst),
-            src: None,
-            value: false,
+            ..Boxes::WHOLE
         }
     }
 
@@ -55,9 +66,22 @@ impl Boxes {
     pub const fn from_value(dst: Option<Pitched>) -> Self {
         Boxes {
             dst,
-            src: None,
             value: true,
+            ..Boxes::WHOLE
         }
+    }
+
+    /// The destination is a CUDA array, its box at `(x, y, z)` elements; the box given for it
+    /// says only its shape (width, height, depth).
+    pub const fn dst_in_array(mut self, x: usize, y: usize, z: usize) -> Self {
+        self.dst_at = Some((x, y, z));
+        self
+    }
+
+    /// The source is a CUDA array, its box at `(x, y, z)` elements; as [`Self::dst_in_array`].
+    pub const fn src_in_array(mut self, x: usize, y: usize, z: usize) -> Self {
+        self.src_at = Some((x, y, z));
+        self
     }
 }
 
@@ -80,7 +104,7 @@ impl RawRegion {
         Boxes {
             dst: Some(self.dst),
             src: self.src,
-            value: false,
+            ..Boxes::WHOLE
         }
     }
 
@@ -241,6 +265,9 @@ pub(crate) struct Checked {
 /// A box placed on a buffer, for overlap checks.
 struct Placed {
     what: String,
+    /// The CUDA array the box is in (its handle), `None` for linear memory: boxes in different
+    /// arrays, or in an array and linear memory, share nothing.
+    array: Option<usize>,
     base: u64,
     r: Pitched,
     s: Strides,
@@ -265,6 +292,9 @@ impl Placed {
 
     /// How two placed boxes relate, judged row interval by row interval.
     fn relation(&self, other: &Placed, size: usize) -> Overlap {
+        if self.array != other.array {
+            return Overlap::Disjoint;
+        }
         let ((a0, a1), (b0, b1)) = (self.bytes(size), other.bytes(size));
         if self.r.elements() == 0 || other.r.elements() == 0 || a1 <= b0 || b1 <= a0 {
             return Overlap::Disjoint;
@@ -291,14 +321,96 @@ impl Placed {
     }
 }
 
-fn place<B: ShadowRead + ?Sized>(what: String, buf: &B, r: Pitched) -> Result<Placed> {
+/// Places box `r` on `buf`. An array's box must also use the array's layout and fit its extent,
+/// and a shadow array must have its primal's extent (`extent`), whose layout the box was made in.
+fn place<B: ShadowRead + ?Sized>(
+    what: String,
+    buf: &B,
+    r: Pitched,
+    extent: Option<(usize, usize, usize)>,
+) -> Result<Placed> {
     let s = r.check::<B::Elem>(&what, buf.len())?;
+    let array = match buf.array() {
+        Some(a) => {
+            if let Some(e) = extent.filter(|&e| e != a.extent) {
+                return Err(Error::BadRegion {
+                    what,
+                    why: format!(
+                        "its CUDA array is {:?} (width, height, depth) but its primal's is {e:?}: \
+                         a shadow has its primal's extent (`CudaArray::shadow_like`)",
+                        a.extent
+                    ),
+                });
+            }
+            if r.elements() > 0 {
+                ops::array::place(&a, &r, &what)?;
+            }
+            Some(a.handle as usize)
+        }
+        None => None,
+    };
     Ok(Placed {
         what,
+        array,
         base: buf.region().start,
         r,
         s,
     })
+}
+
+/// The box at `at` of the CUDA array `buf`, of the shape of `shape` (the whole array if none), in
+/// the array's layout: the box a rule's origin roles (`#[dst_x]`, ...) name.
+fn array_box<B: ShadowRead + ?Sized>(
+    what: &str,
+    buf: &B,
+    at: Origin,
+    shape: Option<Pitched>,
+) -> Result<Pitched> {
+    let bad = |why: String| Error::BadRegion {
+        what: what.to_string(),
+        why,
+    };
+    let Some(a) = buf.array() else {
+        return Err(bad(format!(
+            "the rule places its box in a CUDA array (at {at:?}), but it is {:?} memory",
+            buf.kind()
+        )));
+    };
+    let (w, h, d) = a.extent;
+    let (width, height, depth) = shape.map_or((w, h, d), |r| r.shape());
+    let (x, y, z) = at;
+    let fits = |o: usize, n: usize, m: usize| o.checked_add(n).is_some_and(|e| e <= m);
+    if !(fits(x, width, w) && fits(y, height, h) && fits(z, depth, d)) {
+        return Err(bad(format!(
+            "the box at {at:?} of {width} × {height} × {depth} elements does not fit in the \
+             array's {w} × {h} × {d}"
+        )));
+    }
+    let size = size_of::<B::Elem>();
+    // In the array (checked above), so no overflow: x + w·(y + h·z) < w·h·d.
+    let offset = if width * height * depth == 0 {
+        0
+    } else {
+        x + w * (y + h * z)
+    };
+    Ok(Pitched::slices(offset, width, height, depth, w * size, h))
+}
+
+/// The box of all of `buf`: an array's extent in its layout, or a run of its elements.
+fn whole<B: ShadowRead + ?Sized>(buf: &B) -> Pitched {
+    match buf.array() {
+        Some(a) => {
+            let (w, h, d) = a.extent;
+            Pitched::slices(0, w, h, d, w * a.size, h)
+        }
+        None => Pitched::linear::<B::Elem>(0, buf.len()),
+    }
+}
+
+/// A contiguous box of `shape`'s shape from element 0 (the linear side of a whole-array copy).
+fn packed<T>(shape: Pitched) -> Pitched {
+    let (w, h, d) = shape.shape();
+    Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
 }
 
 /// Checks that a shadow operation on `buf` can be routed on `on` (a stream for device memory,
@@ -312,6 +424,15 @@ fn check_route<B: ShadowMemory + ?Sized>(on: On<'_>, what: &str, buf: &B) -> Res
             expected: s.context().ordinal(),
             found: c.ordinal(),
         });
+    }
+    // An array is reached through boxes copied on a stream (its context was checked above).
+    if buf.array().is_some() {
+        return match on {
+            On::Stream(_) => Ok(()),
+            On::Host => Err(Error::NoStream(format!(
+                "{what} is a CUDA array, whose shadow work is ordered on a stream"
+            ))),
+        };
     }
     ops::plan::<B, B>(on, Op::Zero, buf, None).map(drop)
 }
@@ -333,13 +454,20 @@ where
 {
     type E<D> = <<D as Side>::Buf as ShadowRead>::Elem;
     let size = size_of::<E<D>>();
-    let rd = match (boxes.dst, src) {
-        (Some(r), _) => r,
-        (None, Some(s)) if !boxes.value => {
+    // A whole CUDA array on either side gives a whole-buffer copy its shape.
+    let whole_pair = !boxes.value && boxes.dst.is_none() && boxes.dst_at.is_none();
+    let src_array = src.is_some_and(|s| s.primal().array().is_some());
+    let rd = match (boxes.dst_at, boxes.dst, src) {
+        (Some(at), r, _) => array_box("the primal `dst`", dst.primal(), at, r)?,
+        (None, Some(r), _) => r,
+        (None, None, Some(s)) if whole_pair => {
             check_len("the primal `dst`", s.primal().len(), dst.primal().len())?;
-            Pitched::linear::<E<D>>(0, s.primal().len())
+            match (dst.primal().array(), src_array) {
+                (None, true) => packed::<E<D>>(whole(s.primal())),
+                _ => whole(dst.primal()),
+            }
         }
-        (None, _) => Pitched::linear::<E<D>>(0, dst.primal().len()),
+        (None, None, _) => whole(dst.primal()),
     };
     let rs = if boxes.value {
         if let Some(s) = src {
@@ -347,10 +475,15 @@ where
         }
         Pitched::linear::<E<D>>(0, 1)
     } else {
-        match (boxes.src, src) {
-            (Some(r), _) => r,
-            (None, Some(s)) => Pitched::linear::<E<D>>(0, s.primal().len()),
-            (None, None) => rd,
+        match (boxes.src_at, boxes.src, src) {
+            (Some(at), r, Some(s)) => array_box("the primal `src`", s.primal(), at, r)?,
+            (_, Some(r), _) => r,
+            (_, None, Some(s)) if src_array => whole(s.primal()),
+            (_, None, Some(_)) if whole_pair && dst.primal().array().is_some() => {
+                packed::<E<D>>(rd)
+            }
+            (_, None, Some(s)) => Pitched::linear::<E<D>>(0, s.primal().len()),
+            (_, None, None) => rd,
         }
     };
     if src.is_some() && !boxes.value && rd.shape() != rs.shape() {
@@ -364,9 +497,11 @@ where
         });
     }
     let width = dst.width().max(src.map_or(0, Side::width));
-    let mut placed = vec![place("the primal `dst`".into(), dst.primal(), rd)?];
+    let dst_extent = dst.primal().array().map(|a| a.extent);
+    let src_extent = src.and_then(|s| s.primal().array()).map(|a| a.extent);
+    let mut placed = vec![place("the primal `dst`".into(), dst.primal(), rd, None)?];
     if let Some(s) = src {
-        placed.push(place("the primal `src`".into(), s.primal(), rs)?);
+        placed.push(place("the primal `src`".into(), s.primal(), rs, None)?);
     }
     let mut lanes: Vec<[Option<usize>; 2]> = Vec::with_capacity(width);
     for k in 0..width {
@@ -375,13 +510,13 @@ where
             let what = format!("the shadow of `dst` (lane {k})");
             check_route(on, &what, d)?;
             ix[0] = Some(placed.len());
-            placed.push(place(what, d, rd)?);
+            placed.push(place(what, d, rd, dst_extent)?);
         }
         if let Some(s) = src.and_then(|s| s.lane(k)) {
             let what = format!("the shadow of `src` (lane {k})");
             check_route(on, &what, s)?;
             ix[1] = Some(placed.len());
-            placed.push(place(what, s, rs)?);
+            placed.push(place(what, s, rs, src_extent)?);
         }
         lanes.push(ix);
     }
@@ -453,6 +588,7 @@ fn fingerprint(primals: &[Placed], value: bool) -> u64 {
     for p in primals {
         let r = p.r;
         for x in [
+            p.array.map_or(0, |a| a as u64),
             p.base,
             r.offset as u64,
             r.width as u64,
