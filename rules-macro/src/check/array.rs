@@ -116,13 +116,17 @@ fn check_array_side(cx: &Ctxt, rule: &Rule, kind: Kind, dst: bool) {
             cx.error_spanned_by(
                 &rule.func.sig.ident,
                 format!(
-                    "`#[{name}]` is a CUDA array: {} needs its {}: add a parameter marked `{}`, e.g. `{} {}: usize` (in elements, not bytes: `cuMemcpy3D`'s `{}XInBytes` is that times the element size)",
+                    "`#[{name}]` is a CUDA array: {} needs its {}: add a parameter marked `{}`, e.g. `{} {}: usize`{}",
                     kind.noun(),
                     role.noun(),
                     role.attr(),
                     role.attr(),
                     role.name(),
-                    name,
+                    if role.origin() == Some((dst, 0)) {
+                        format!(" (in elements: `cuMemcpy3D`'s `{name}XInBytes` is that times the element size)")
+                    } else {
+                        String::new()
+                    },
                 ),
             );
         }

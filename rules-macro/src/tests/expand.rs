@@ -101,3 +101,34 @@ fn collective_misuse_is_reported_in_one_pass_with_stubs() {
     assert!(out.contains("fn f_reverse"), "stubs: {out}");
     assert!(out.contains("CollectiveTape"), "collective stubs: {out}");
 }
+
+#[test]
+fn array_rules_place_the_array_side_by_its_origin() {
+    let out = expand(
+        "copy3d",
+        "fn up(s: &CudaStream, #[dst] a: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, \
+         #[dst_z] z: usize, #[src] h: &[f32], #[src_pitch] sp: usize, #[src_slice_height] sr: usize, \
+         #[width] w: usize, #[height] hh: usize, #[depth] d: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains(". dst_in_array (x , y , z)"), "{out}");
+    assert!(!out.contains("src_in_array"), "{out}");
+    assert!(out.contains("ShadowMemory < Elem = f32 >"), "{out}");
+    let out = expand(
+        "copy2d",
+        "fn down(s: &CudaStream, #[dst] h: &mut CudaSlice<f32>, #[dst_pitch] dp: usize, \
+         #[src] a: &CudaArray<f32>, #[src_x] x: usize, #[src_y] y: usize, #[width] w: usize, #[height] hh: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains(". src_in_array (x , y , 0usize)"), "{out}");
+    // A whole-array copy is a region rule over whole buffers.
+    let out = expand(
+        "copy",
+        "fn up(s: &CudaStream, #[dst] a: &mut CudaArray<f32>, #[src] h: &[f32]) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        out.contains("region_forward") && out.contains("Boxes :: WHOLE"),
+        "{out}"
+    );
+}

@@ -157,6 +157,9 @@ const ATTRS: &[&str] = &[
     "#[cfg(test)]",
     "#[dst] #[src]",
     "#[dst] #[dst]",
+    "#[dst_x]",
+    "#[src_y]",
+    "#[src_z]",
     "#[a::b]",
 ];
 const PATTERNS: &[&str] = &[
@@ -179,6 +182,8 @@ const TYPES: &[&str] = &[
     "&'a mut [f32]",
     "&mut CudaViewMut<'_, f32>",
     "&CudaView<f32>",
+    "&mut CudaArray<f32>",
+    "&CudaArray<T>",
     "&mut Ring",
     "Vec<f32>",
     "[f32; 3]",
@@ -295,6 +300,7 @@ const SLICE_DSTS: &[&str] = &[
     "&mut Ring",
     "&mut <T as Tr>::Buf",
     "&mut [u8]",
+    "&mut CudaArray<f32>",
 ];
 const SLICE_SRCS: &[&str] = &[
     "&[f32]",
@@ -305,6 +311,7 @@ const SLICE_SRCS: &[&str] = &[
     "&CudaView<'_, f16>",
     "&Ring",
     "&[Complex64]",
+    "&rules_runtime::memory::array::CudaArray<f32>",
 ];
 const ELEMS: &[&str] = &["f32", "T", "Complex<f64>", "half::bf16", "Meters", "u8"];
 const EXTRA_PARAMS: &[&str] = &[
