@@ -62,6 +62,10 @@ use proc_macro::TokenStream;
 ///   `#[value] v: &CudaSlice<T>` (`Duplicated` like any buffer).
 /// - A memset or fill takes rows (`#[width]`, `#[height]`, `#[dst_pitch]`), a run (`#[len]`,
 ///   pointer rules), or, on a reference, the whole buffer.
+/// - A CUDA array side (`&mut CudaArray<T>` / `&CudaArray<T>`) has no pitch: its box starts at
+///   `#[dst_x]`, `#[dst_y]` (`#[dst_z]` for 3-D), or `#[src_x]`, `#[src_y]`, `#[src_z]`, in
+///   elements, rows and slices; a plain `copy` with an array side moves the whole array. The
+///   rule needs its stream (docs/arrays.md).
 /// - `restore` (`#[derivative_rule(copy2d, restore)]`, any kind that overwrites its destination,
 ///   `copy` included): the augmented primal saves the old box into the tape, and the reverse
 ///   writes it back after the shadow work.
