@@ -675,3 +675,24 @@ impl<T> RegionTape<T> {
         Ok(self.saved)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activity::Const;
+
+    /// An origin names a box in a CUDA array: on linear memory it is refused before any write.
+    #[test]
+    fn an_array_origin_on_linear_memory_is_a_bad_region() {
+        let (mut d, s) = (vec![0f32; 8], vec![0f32; 8]);
+        let (dst, src) = (Dst::new(Const(&mut d[..])), Src::new(Const(&s[..])));
+        let run = Pitched::linear::<f32>(0, 4);
+        for boxes in [
+            Boxes::copy(run, run).dst_in_array(0, 0, 0),
+            Boxes::copy(run, run).src_in_array(1, 0, 0),
+        ] {
+            let e = check_call(On::Host, boxes, &dst, Some(&src), false).map(|c| c.dst);
+            assert!(matches!(e, Err(Error::BadRegion { .. })), "{e:?}");
+        }
+    }
+}
