@@ -7,12 +7,29 @@ use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
 use rules_runtime::{Duplicated, Error, On, accumulate, derivative_rule, zero};
 use std::sync::Arc;
 
-/// A stream of its own: the context's default (legacy) stream cannot be captured.
+/// A stream of its own (the context's default, legacy stream cannot be captured), with cudarc's
+/// event tracking off, as cudarc requires for capture: with it on, every buffer use waits on an
+/// event recorded before the capture, which the driver refuses as a dependency on uncaptured work.
 fn gpu() -> Arc<CudaStream> {
     let ctx = rules_runtime::cuda::context(0).unwrap_or_else(|e| {
         panic!("the GPU suite needs a usable GPU ({e}); without one it stays ignored")
     });
+    // SAFETY: everything in these tests runs on this one stream, so nothing needs cudarc's
+    // cross-stream events.
+    unsafe { ctx.disable_event_tracking() };
     ctx.new_stream().expect("a new stream")
+}
+
+/// Fails the test at the step after which the capture stopped being active.
+fn still_capturing(s: &CudaStream, step: &str) {
+    let status = s.capture_status();
+    assert!(
+        matches!(
+            status,
+            Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        ),
+        "capture after {step}: {status:?}"
+    );
 }
 
 /// Device → device, as a user writes it.
@@ -64,23 +81,33 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
                 dx: &mut CudaSlice<f32>,
                 dy: &mut CudaSlice<f32>,
                 tx: &mut CudaSlice<f32>,
-                ty: &mut CudaSlice<f32>| {
+                ty: &mut CudaSlice<f32>,
+                capturing: bool| {
+        let step = |name: &str| {
+            if capturing {
+                still_capturing(&s, name)
+            }
+        };
         copy_dd_forward(
             &s,
             Duplicated::new(&mut *y, &mut *ty),
             Duplicated::new(&*x, &mut *tx),
         )
         .unwrap();
+        step("the forward rule");
         let tape = copy_dd_augmented_primal(
             &s,
             Duplicated::new(&mut *y, &mut *dy),
             Duplicated::new(&*x, &mut *dx),
         )
         .unwrap();
+        step("the augmented primal");
         zero(on, &mut *dx).unwrap();
         zero(on, &mut *dy).unwrap();
+        step("zero");
         accumulate(on, &mut *dy, &*y).unwrap();
         accumulate(on, &mut *dy, &*y).unwrap();
+        step("accumulate");
         copy_dd_reverse(
             tape,
             &s,
@@ -88,11 +115,12 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
             Duplicated::new(&*x, &mut *dx),
         )
         .unwrap();
+        step("the reverse rule");
     };
-    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty);
+    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty, false);
     s.synchronize().unwrap();
     s.begin_capture(MODE).unwrap();
-    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty);
+    pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty, true);
     let graph = s
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
