@@ -119,3 +119,22 @@ pub fn lane_ptrs<T, const N: usize>(bufs: &mut [Vec<T>; N]) -> [*mut T; N] {
 pub fn copies<T: Clone, const N: usize>(v: &[T]) -> [Vec<T>; N] {
     core::array::from_fn(|_| v.to_vec())
 }
+
+/// The element indices of a box of `size`-byte elements, row by row (x fastest): the reference
+/// the region tests compare the runtime's box walks with.
+pub fn box_indices(r: &rules_runtime::Pitched, size: usize) -> Vec<usize> {
+    let row = if r.height > 1 || r.depth > 1 {
+        r.pitch / size
+    } else {
+        r.width
+    };
+    let mut v = Vec::with_capacity(r.elements());
+    for z in 0..r.depth {
+        for y in 0..r.height {
+            for x in 0..r.width {
+                v.push(r.offset + z * row * r.slice_height + y * row + x);
+            }
+        }
+    }
+    v
+}

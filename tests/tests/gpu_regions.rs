@@ -72,22 +72,9 @@ impl Buf {
     }
 }
 
-/// Element indices of a box.
+/// Element indices of a box of f32.
 fn indices(r: &Pitched) -> Vec<usize> {
-    let row = if r.height > 1 || r.depth > 1 {
-        r.pitch / 4
-    } else {
-        r.width
-    };
-    let mut v = Vec::new();
-    for z in 0..r.depth {
-        for y in 0..r.height {
-            for x in 0..r.width {
-                v.push(r.offset + z * row * r.slice_height + y * row + x);
-            }
-        }
-    }
-    v
+    rules_tests::box_indices(r, 4)
 }
 
 fn len_of(r: &Pitched) -> usize {

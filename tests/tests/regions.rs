@@ -20,20 +20,7 @@ fn sentinel<T: Differentiable>() -> T {
 
 /// The element indices of a box, row by row.
 fn indices(r: &Pitched, size: usize) -> Vec<usize> {
-    let row = if r.height > 1 || r.depth > 1 {
-        r.pitch / size
-    } else {
-        r.width
-    };
-    let mut v = Vec::new();
-    for z in 0..r.depth {
-        for y in 0..r.height {
-            for x in 0..r.width {
-                v.push(r.offset + z * row * r.slice_height + y * row + x);
-            }
-        }
-    }
-    v
+    rules_tests::box_indices(r, size)
 }
 
 /// A random box of `size`-byte elements and the buffer length it needs (plus some slack).
