@@ -12,6 +12,7 @@ use crate::element::Differentiable;
 use crate::error::{Result, check_len};
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::region::{Pitched, Strides};
+use cudarc::driver::CudaStream;
 
 /// The sum of `buf[r]`, per lane the derivative of a fill's value: the same bits on every run
 /// for the same input (a fixed order of additions, no atomics), each element added in `f64`
@@ -39,51 +40,61 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
     match route::<A, A>(on, Op::Accumulate, buf, None)? {
         Route::Host { after } => {
             sync(after.as_deref())?;
-            let h = buf
-                .host()?
-                .ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
-            crate::error::check_len("a host view of a shadow", buf.len(), h.len())?;
-            Ok(host_sum(h, s, &r))
+            Ok(host_sum(host_of(Op::Accumulate, buf)?, s, &r))
         }
         Route::Device { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
                 return Err(crate::Error::Capturing { op: "sum_region" });
             }
-            let d = buf
-                .device(&stream)
-                .ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
-            let dtype = A::Elem::DTYPE;
-            let comps = launch::components(dtype);
-            let parts = launch::sum_partials(dtype, shape(&r)).max(1);
-            let partials = Lease::new(Memory::Device, parts * 8, &stream, &stream)?;
-            let out = Lease::new(Memory::PinnedHost, 16, &stream, &stream)?;
-            // SAFETY: the box was checked; the leases hold `parts` and `comps` doubles; the result
-            // is read only after the stream has been synchronised.
-            unsafe {
-                launch::sum(
-                    &stream,
-                    dtype,
-                    side::<A::Elem>(d.addr(), s),
-                    shape(&r),
-                    partials.ptr(),
-                    launch::SumTo::F64(out.ptr()),
-                )?;
-            }
-            drop(d);
-            stream
-                .synchronize()
-                .map_err(driver("cuStreamSynchronize (region sum)"))?;
-            // SAFETY: pinned memory of 16 bytes, written by the finished kernel.
-            let got = unsafe { core::slice::from_raw_parts(out.ptr() as *const f64, comps) };
-            Ok(A::Elem::from_parts([
-                got[0],
-                got.get(1).copied().unwrap_or(0.0),
-            ]))
+            device_sum(&stream, buf, s, &r, || {
+                no_address(Op::Accumulate, kind, kind)
+            })
         }
         Route::Cross(_) => Err(cross_refused(Op::Accumulate, kind, kind)),
         _ => Err(no_address(Op::Accumulate, kind, kind)),
     }
+}
+
+/// The sum of `src[r]` on `stream` (partial sums in pooled device memory, the total in pooled
+/// pinned memory), read once the stream has finished: the host waits.
+fn device_sum<B: ShadowRead + ?Sized>(
+    stream: &CudaStream,
+    src: &B,
+    s: Strides,
+    r: &Pitched,
+    no_address: impl FnOnce() -> crate::Error,
+) -> Result<B::Elem> {
+    let dtype = B::Elem::DTYPE;
+    let parts = launch::sum_partials(dtype, shape(r)).max(1);
+    let partials = Lease::new(Memory::Device, parts * 8, stream, stream)?;
+    let out = Lease::new(Memory::PinnedHost, 16, stream, stream)?;
+    {
+        let d = src.device(stream).ok_or_else(no_address)?;
+        // SAFETY: the box was checked against the buffer; the leases hold the partials and two
+        // doubles; the result is read only after the stream has been synchronised.
+        unsafe {
+            launch::sum(
+                stream,
+                dtype,
+                side::<B::Elem>(d.addr(), s),
+                shape(r),
+                partials.ptr(),
+                SumTo::F64(out.ptr()),
+            )?
+        };
+    }
+    stream
+        .synchronize()
+        .map_err(driver("cuStreamSynchronize (region sum)"))?;
+    // SAFETY: pinned memory of 16 bytes, written by the finished kernel.
+    let got = unsafe { core::slice::from_raw_parts(out.ptr() as *const f64, 2) };
+    let imaginary = if launch::components(dtype) == 2 {
+        got[1]
+    } else {
+        0.0
+    };
+    Ok(B::Elem::from_parts([got[0], imaginary]))
 }
 
 /// The host sum: each row added in `f64` in order, the row sums combined pairwise.
@@ -206,32 +217,9 @@ where
         Route::StageOut { stream } => {
             // A host-only value shadow, a device-reachable box: summed on the device into pooled
             // pinned memory, added by the host once the stream has finished.
-            let parts = launch::sum_partials(dtype, shape(&r)).max(1);
-            let partials = Lease::new(Memory::Device, parts * 8, &stream, &stream)?;
-            let out = Lease::new(Memory::PinnedHost, 16, &stream, &stream)?;
-            {
-                let d = src
-                    .device(&stream)
-                    .ok_or_else(|| no_address(Op::Accumulate, acc_kind, src_kind))?;
-                // SAFETY: the box was checked; the leases hold the partials and two doubles.
-                unsafe {
-                    launch::sum(
-                        &stream,
-                        dtype,
-                        side::<A::Elem>(d.addr(), s),
-                        shape(&r),
-                        partials.ptr(),
-                        SumTo::F64(out.ptr()),
-                    )?
-                };
-            }
-            stream
-                .synchronize()
-                .map_err(driver("cuStreamSynchronize (region sum)"))?;
-            // SAFETY: pinned memory written by the finished kernel.
-            let got = unsafe { core::slice::from_raw_parts(out.ptr() as *const f64, 2) };
-            let comps = launch::components(dtype);
-            let total = A::Elem::from_parts([got[0], if comps == 2 { got[1] } else { 0.0 }]);
+            let total = device_sum(&stream, src, s, &r, || {
+                no_address(Op::Accumulate, acc_kind, src_kind)
+            })?;
             let h = host_mut(Op::Accumulate, acc)?;
             h[0] = A::Elem::add(h[0], total);
             Ok(())
