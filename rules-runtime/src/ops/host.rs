@@ -27,14 +27,18 @@ fn unsupported(op: Op, dst: crate::MemoryKind, src: crate::MemoryKind, why: &'st
 
 /// The host elements of `m`, checked to be exactly `n` (an implementation of the unsafe traits
 /// that breaks its contract gets an error, not an out-of-bounds access).
-fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M, n: usize) -> Result<&[M::Elem]> {
+pub(super) fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M, n: usize) -> Result<&[M::Elem]> {
     let kind = m.kind();
     let h = m.host()?.ok_or_else(|| no_host_view(op, kind))?;
     check_len("a host view of a shadow", n, h.len())?;
     Ok(h)
 }
 
-fn host_of_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M, n: usize) -> Result<&mut [M::Elem]> {
+pub(super) fn host_of_mut<M: ShadowMemory + ?Sized>(
+    op: Op,
+    m: &mut M,
+    n: usize,
+) -> Result<&mut [M::Elem]> {
     let kind = m.kind();
     let h = m.host_mut()?.ok_or_else(|| no_host_view(op, kind))?;
     check_len("a host view of a shadow", n, h.len())?;
@@ -156,7 +160,7 @@ where
     Ok(())
 }
 
-fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
+pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
     for (a, s) in acc.iter_mut().zip(src) {
         *a = T::add(*a, *s);
     }

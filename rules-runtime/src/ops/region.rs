@@ -6,6 +6,7 @@
 //! Everything is checked before the first write: each box against its buffer and element type,
 //! the shapes against each other, the overlap of the two boxes row interval by row interval.
 
+use super::host::add;
 use super::{On, Op, Operand, Route, Source, plan_with, stream_for};
 use crate::cuda::driver;
 use crate::device::pool::{Lease, Memory};
@@ -446,23 +447,14 @@ pub(super) fn no_address(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
     }
 }
 
-/// The whole host view of `m`, checked to hold `m.len()` elements (boxes are checked against that).
+/// The whole host view of `m` (boxes are checked against its length), as the whole-buffer host
+/// routes take it.
 pub(super) fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M) -> Result<&[M::Elem]> {
-    let kind = m.kind();
-    let h = m.host()?.ok_or_else(|| no_address(op, kind, kind))?;
-    crate::error::check_len("a host view of a shadow", m.len(), h.len())?;
-    Ok(h)
+    super::host::host_of(op, m, m.len())
 }
 
+/// As [`host_of`], writable.
 pub(super) fn host_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M) -> Result<&mut [M::Elem]> {
-    let (kind, len) = (m.kind(), m.len());
-    let h = m.host_mut()?.ok_or_else(|| no_address(op, kind, kind))?;
-    crate::error::check_len("a host view of a shadow", len, h.len())?;
-    Ok(h)
-}
-
-pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
-    for (a, s) in acc.iter_mut().zip(src) {
-        *a = T::add(*a, *s);
-    }
+    let len = m.len();
+    super::host::host_of_mut(op, m, len)
 }
