@@ -39,18 +39,9 @@ fn gbs(bytes: f64, us: f64) -> f64 {
     bytes / us / 1e3
 }
 
-/// Non-zero device data (values in [-1, 1)).
-fn data(s: &Arc<CudaStream>, n: usize, seed: u32) -> R<CudaSlice<f32>> {
-    let mut x = seed.wrapping_mul(2654435761).wrapping_add(1);
-    let host: Vec<f32> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 8) as f32 / (1 << 23) as f32 - 1.0
-        })
-        .collect();
-    Ok(s.clone_htod(&host)?)
+/// Non-zero device data.
+fn data(s: &Arc<CudaStream>, n: usize, seed: u64) -> R<CudaSlice<f32>> {
+    common::random(s, n, seed)
 }
 
 fn main() -> R<()> {

@@ -41,25 +41,13 @@ fn median_us(s: &Arc<CudaStream>, bytes: usize, f: impl FnMut() -> R<()>) -> R<f
     median_us_k(s, k, reps, f)
 }
 
-/// Random device data of `n` elements (a cheap generator: the values only need to be non-zero).
+/// [`common::random`] for this bench's error type.
 fn random<T: Differentiable + DeviceRepr>(
     s: &Arc<CudaStream>,
     n: usize,
     seed: u64,
 ) -> R<CudaSlice<T>> {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let host: Vec<T> = (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let v = ((x >> 40) as f64 / (1u64 << 24) as f64) * 2.0 - 1.0;
-            T::from_parts([v / 64.0 + 1e-3, v / 128.0])
-        })
-        .collect();
-    Ok(s.clone_htod(&host)?)
+    common::random(s, n, seed)
 }
 
 const SIZES: [usize; 9] = [1, 16, 256, 4096, 65536, 1 << 20, 1 << 24, 1 << 26, 1 << 28];

@@ -1,6 +1,7 @@
 //! Timing shared by the benches (a module, not a bench target).
 
-use rules_runtime::cudarc::driver::{CudaStream, DriverError, sys};
+use rules_runtime::Differentiable;
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, DriverError, sys};
 use std::sync::Arc;
 
 /// Median over `reps` repetitions of the time per call, in µs: each repetition is an event, `k`
@@ -33,4 +34,26 @@ pub fn median_us_k<E: From<DriverError>>(
     }
     t.sort_by(f64::total_cmp);
     Ok(t[reps / 2])
+}
+
+/// Random device data of `n` elements (a cheap generator: the values only need to be non-zero).
+#[allow(dead_code)] // a module of each bench: not every bench uses every helper
+pub fn random<T: Differentiable + DeviceRepr, E: From<DriverError>>(
+    s: &Arc<CudaStream>,
+    n: usize,
+    seed: u64,
+) -> Result<CudaSlice<T>, E> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let host: Vec<T> = (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((x >> 40) as f64 / (1u64 << 24) as f64) * 2.0 - 1.0;
+            T::from_parts([v / 64.0 + 1e-3, v / 128.0])
+        })
+        .collect();
+    Ok(s.clone_htod(&host)?)
 }
