@@ -18,7 +18,7 @@ pub type DeclaredKind = (Option<MemKind>, TokenStream);
 
 /// The rule kind as written: the kind (`None` when unknown, already reported) and its word.
 pub struct KindArg {
-    /// The kind, planned ones included.
+    /// The kind.
     pub kind: Option<Kind>,
     /// The word, for errors.
     pub ident: Ident,

@@ -14,7 +14,7 @@ use crate::ctxt::Ctxt;
 use crate::model::{CFG, Kind, Role};
 use crate::parse::{Param, Rule, VARIADIC_MESSAGE};
 use crate::plan::Plan;
-use crate::text::{one_of, type_str};
+use crate::text::type_str;
 use crate::types::{find_impl_trait, is_comm_type, is_stream_type, replace_impl_trait, show};
 use quote::ToTokens;
 use syn::{GenericArgument, PathArguments, ReturnType, Type};
@@ -42,11 +42,7 @@ pub fn check(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     let plan = match rule.kind()? {
         Kind::Copy => copy::check_copy(cx, rule),
         kind if kind.is_region() => region::check_region(cx, rule, kind),
-        kind if kind.is_collective() => collective::check_collective(cx, rule, kind),
-        kind => {
-            check_planned_kind(cx, rule, kind);
-            None
-        }
+        kind => collective::check_collective(cx, rule, kind),
     };
     if cx.has_errors() { None } else { plan }
 }
@@ -65,21 +61,6 @@ fn check_restore(cx: &Ctxt, rule: &Rule) {
             ),
         );
     }
-}
-
-/// A kind that is named so that a user who tries it learns it is coming, rather than that the
-/// word is unknown; until its semantics exist in the runtime, generating rules for it would
-/// promise derivatives nobody implements.
-fn check_planned_kind(cx: &Ctxt, rule: &Rule, kind: Kind) {
-    let at = rule.args.kind.as_ref().map(|k| &k.ident);
-    cx.error_spanned_by(
-        at,
-        format!(
-            "the rule kind `{}` is not supported yet; supported kinds: {}",
-            kind.name(),
-            one_of(&Kind::supported())
-        ),
-    );
 }
 
 /// The generated rules hand a role's parameter to the runtime in every configuration; a role on

@@ -78,7 +78,7 @@ impl Kind {
         Kind::Copy3d,
     ];
 
-    /// The kind a word names, planned kinds included.
+    /// The kind a word names.
     pub fn from_name(name: &str) -> Option<Kind> {
         Kind::ALL.iter().copied().find(|k| k.name() == name)
     }
@@ -102,11 +102,6 @@ impl Kind {
         }
     }
 
-    /// Whether the kind is named but not accepted yet (none, now; kept for the next ones).
-    pub fn is_planned(self) -> bool {
-        false
-    }
-
     /// Whether the kind works on a box of its destination (a region rule).
     pub fn is_region(self) -> bool {
         matches!(
@@ -122,16 +117,12 @@ impl Kind {
 
     /// Whether the kind is an NCCL collective (ordered by a communicator, not a stream).
     pub fn is_collective(self) -> bool {
-        !self.is_planned() && !self.is_region() && self != Kind::Copy
+        !self.is_region() && self != Kind::Copy
     }
 
     /// The names of the accepted kinds, for messages.
     pub fn supported() -> Vec<&'static str> {
-        Kind::ALL
-            .iter()
-            .filter(|k| !k.is_planned())
-            .map(|k| k.name())
-            .collect()
+        Kind::ALL.iter().map(|k| k.name()).collect()
     }
 
     /// Whether the rule has an output buffer (`#[dst]`).

@@ -7,7 +7,7 @@ use syn::Type;
 
 /// A checked rule, ready to be generated.
 pub struct Plan {
-    /// The rule kind (never a planned one).
+    /// The rule kind.
     pub kind: Kind,
     /// The output buffer, for kinds that have one.
     pub dst: Option<Buffer>,
