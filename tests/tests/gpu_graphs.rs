@@ -4,7 +4,8 @@
 //! they are reported skipped, never passed.
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
-use rules_runtime::{Duplicated, Error, On, accumulate, derivative_rule, zero};
+use rules_runtime::memory::raw::RawShadow;
+use rules_runtime::{Duplicated, Error, MemoryKind, On, accumulate, derivative_rule, zero};
 use std::sync::Arc;
 
 /// A stream of its own (the context's default, legacy stream cannot be captured), with cudarc's
@@ -182,4 +183,117 @@ fn a_host_route_during_capture_is_a_typed_error_and_the_capture_survives() {
     assert_eq!(s.clone_dtoh(&acc).unwrap(), want);
     assert_eq!(dy, vec![1.0; n], "nothing was written");
     assert!(s.clone_dtoh(&dx).unwrap().iter().all(|&v| v == 0.0));
+}
+
+/// Device → device through raw pointers, as code that manages its own memory writes it.
+#[derivative_rule(copy, dst = device, src = device)]
+unsafe fn copy_raw(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract: both hold `n` elements of device memory.
+    unsafe { sys::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, n * 4, stream.cu_stream()).result() }
+}
+
+/// A raw device pointer of `n` f32 seen as a shadow.
+///
+/// # Safety
+/// `p` holds `n` f32 of device memory, not otherwise accessed while the shadow lives.
+unsafe fn raw(p: *mut f32, n: usize) -> RawShadow<f32> {
+    // SAFETY: the caller's contract.
+    unsafe { RawShadow::new(MemoryKind::Device, p, 0, n, "a raw device shadow") }.unwrap()
+}
+
+/// The other device-reachable kinds in one graph: a raw-pointer rule's augmented primal and
+/// reverse, and the shadow operations on unified memory, replayed with new inputs.
+#[test]
+#[ignore = "needs a GPU"]
+fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
+    let s = gpu();
+    let n = 1 << 12;
+    let mut x = s.clone_htod(&inputs(0, n)).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    let mut dx = s.alloc_zeros::<f32>(n).unwrap();
+    let mut dy = s.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: unified memory of `n` f32, written only below.
+    let mut u_acc = unsafe { s.context().alloc_unified::<f32>(n, true) }.unwrap();
+    let mut u_src = unsafe { s.context().alloc_unified::<f32>(n, true) }.unwrap();
+    u_acc.as_mut_slice().unwrap().fill(0.0);
+    u_src.as_mut_slice().unwrap().fill(0.0);
+    let on = On::stream(&s);
+    let ptr = |b: &mut CudaSlice<f32>| {
+        use rules_runtime::cudarc::driver::DevicePtrMut;
+        let (p, _sync) = b.device_ptr_mut(&s);
+        p as *mut f32
+    };
+    let (px, py, pdx, pdy) = (ptr(&mut x), ptr(&mut y), ptr(&mut dx), ptr(&mut dy));
+    let pass = |u_acc: &mut rules_runtime::cudarc::driver::UnifiedSlice<f32>,
+                u_src: &mut rules_runtime::cudarc::driver::UnifiedSlice<f32>,
+                capturing: bool| {
+        let step = |name: &str| {
+            if capturing {
+                still_capturing(&s, name)
+            }
+        };
+        // SAFETY: all four pointers hold `n` f32 of device memory, used on `s` only.
+        unsafe {
+            let tape = copy_raw_augmented_primal(
+                &s,
+                Duplicated::new(py, pdy),
+                Duplicated::new(px as *const f32, pdx),
+                n,
+            )
+            .unwrap();
+            step("the raw augmented primal");
+            // Seed: dy ← y + y (dy is zero after the previous reverse).
+            let mut rdy = raw(pdy, n);
+            let ry = raw(py, n);
+            zero(on, &mut rdy).unwrap();
+            accumulate(on, &mut rdy, &ry).unwrap();
+            accumulate(on, &mut rdy, &ry).unwrap();
+            step("the seed");
+            let mut rdx = raw(pdx, n);
+            zero(on, &mut rdx).unwrap();
+            copy_raw_reverse(
+                tape,
+                &s,
+                Duplicated::new(py, pdy),
+                Duplicated::new(px as *const f32, pdx),
+                n,
+            )
+            .unwrap();
+            step("the raw reverse");
+            // Unified memory: u_src ← dx, then u_acc ← 0; u_acc += u_src; u_src ← 0.
+            zero(on, &mut *u_acc).unwrap();
+            zero(on, &mut *u_src).unwrap();
+            accumulate(on, &mut *u_src, &rdx).unwrap();
+            rules_runtime::accumulate_and_zero(on, &mut *u_acc, &mut *u_src).unwrap();
+            step("the unified shadow operations");
+        }
+    };
+    pass(&mut u_acc, &mut u_src, false);
+    s.synchronize().unwrap();
+    s.begin_capture(MODE).unwrap();
+    pass(&mut u_acc, &mut u_src, true);
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a graph");
+    for round in 1..=10 {
+        let xs = inputs(round, n);
+        s.memcpy_htod(&xs, &mut x).unwrap();
+        graph.launch().unwrap();
+        s.synchronize().unwrap();
+        let want: Vec<f32> = xs.iter().map(|v| 2.0 * v).collect();
+        assert_eq!(s.clone_dtoh(&dx).unwrap(), want, "dx == 2x, replay {round}");
+        assert_eq!(
+            u_acc.as_slice().unwrap(),
+            &want[..],
+            "unified, replay {round}"
+        );
+        assert!(u_src.as_slice().unwrap().iter().all(|v| v.to_bits() == 0));
+        assert!(s.clone_dtoh(&dy).unwrap().iter().all(|v| v.to_bits() == 0));
+    }
 }
