@@ -7,6 +7,7 @@ use std::sync::Arc;
 /// Median over `reps` repetitions of the time per call, in µs: each repetition is an event, `k`
 /// calls back to back, an event (so a call costs what it adds to a stream that is kept busy, as
 /// in an AD reverse pass); warm-up first.
+#[allow(dead_code)] // a module of each bench: not every bench uses every helper
 pub fn median_us_k<E: From<DriverError>>(
     s: &Arc<CudaStream>,
     k: usize,
