@@ -7,7 +7,7 @@
 //! (zeroed, or accumulated into) while a copy enqueued here may still read it: the stream is
 //! synchronised first. Zeroing the source is always the last step.
 
-use super::{Op, Source};
+use super::{Op, Source, par, pipeline};
 use crate::cuda::driver;
 use crate::device::kernels;
 use crate::device::pool::{Lease, Memory};
@@ -61,7 +61,7 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     match src {
-        Source::None => host_of_mut(op, acc, n)?.fill(A::Elem::zero()),
+        Source::None => par::zero(host_of_mut(op, acc, n)?),
         _ if same && op == Op::AccumulateAndZero => {}
         _ if same => host_of_mut(op, acc, n)?
             .iter_mut()
@@ -71,7 +71,7 @@ where
             let a = host_of_mut(op, acc, n)?;
             let s = host_of_mut(op, b, n)?;
             add(a, s);
-            s.fill(A::Elem::zero());
+            par::zero(s);
         }
     }
     Ok(())
@@ -91,28 +91,30 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     let bytes = n * size_of::<A::Elem>();
-    let stage = Lease::new(Memory::Device, bytes, s, s)?;
     {
         let h = host_of(op, src.get().expect("a staged route has a source"), n)?;
-        // SAFETY: the lease holds at least `bytes`; `h` holds `n` elements and is not written
-        // until the stream has been synchronised below.
-        unsafe { kernels::copy_htod(s, stage.ptr(), h.as_ptr().cast(), bytes)? };
-    }
-    {
         let acc_kind = acc.kind();
         let a = acc.device_mut(s).ok_or_else(|| {
             unsupported(op, acc_kind, crate::MemoryKind::Host, "no device address")
         })?;
-        // SAFETY: `a` and the staging buffer hold `n` elements, ordered on `s`.
-        unsafe { kernels::accumulate(s, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
+        if bytes >= pipeline::MIN_BYTES {
+            // SAFETY: `a` holds `n` elements ordered on `s`; host-only memory cannot overlap it.
+            unsafe { pipeline::stage_in(s, a.addr(), h)? };
+        } else {
+            let stage = Lease::new(Memory::Device, bytes, s, s)?;
+            // SAFETY: the lease holds at least `bytes`; `h` holds `n` elements and is not
+            // written until the stream has been synchronised below.
+            unsafe { kernels::copy_htod(s, stage.ptr(), h.as_ptr().cast(), bytes)? };
+            // SAFETY: `a` and the staging buffer hold `n` elements, ordered on `s`.
+            unsafe { kernels::accumulate(s, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
+        }
     }
     if let Source::Take(b) = src {
         // The copy may still be reading a page-locked source: wait for it, then zero.
         s.synchronize()
             .map_err(driver("cuStreamSynchronize (host source zeroing)"))?;
-        host_of_mut(op, b, n)?.fill(A::Elem::zero());
+        par::zero(host_of_mut(op, b, n)?);
     }
-    drop(stage);
     Ok(())
 }
 
@@ -130,7 +132,6 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     let bytes = n * size_of::<A::Elem>();
-    let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
     let src_kind = src.get().map_or(crate::MemoryKind::Device, |b| b.kind());
     let no_address = || unsupported(op, crate::MemoryKind::Host, src_kind, "no device address");
     let mut src = src;
@@ -141,27 +142,32 @@ where
             Source::None => None,
         }
         .ok_or_else(no_address)?;
-        // SAFETY: the lease holds at least `bytes` of pinned memory; `d` holds `n` elements.
-        unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, d.addr(), bytes)? };
+        if bytes >= pipeline::MIN_BYTES {
+            let a = host_of_mut(op, acc, n)?;
+            // SAFETY: `d` holds `n` elements, ordered on `s`.
+            unsafe { pipeline::stage_out(s, a, d.addr())? };
+        } else {
+            let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
+            // SAFETY: the lease holds at least `bytes` of pinned memory; `d` holds `n` elements.
+            unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, d.addr(), bytes)? };
+            s.synchronize()
+                .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
+            let a = host_of_mut(op, acc, n)?;
+            // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source
+            // elements; it is pinned host memory of at least `bytes`, aligned for every element
+            // type (page-aligned).
+            let staged = unsafe { core::slice::from_raw_parts(stage.ptr() as *const A::Elem, n) };
+            add(a, staged);
+        }
     }
-    s.synchronize()
-        .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
-    let a = host_of_mut(op, acc, n)?;
-    // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source elements;
-    // it is pinned host memory of at least `bytes`, aligned for every element type (page-aligned).
-    let staged = unsafe { core::slice::from_raw_parts(stage.ptr() as *const A::Elem, n) };
-    add(a, staged);
     if let Source::Take(b) = src {
         let d = b.device_mut(s).ok_or_else(no_address)?;
-        // SAFETY: `d` holds `n` elements, ordered on `s` after the copy above.
+        // SAFETY: `d` holds `n` elements, ordered on `s` after the copies above.
         unsafe { kernels::zero(s, d.addr(), bytes)? };
     }
-    drop(stage);
     Ok(())
 }
 
 pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
-    for (a, s) in acc.iter_mut().zip(src) {
-        *a = T::add(*a, *s);
-    }
+    par::add(acc, src);
 }

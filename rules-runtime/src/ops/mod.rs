@@ -18,6 +18,8 @@ pub use sum::{accumulate_sum_region, sum_region};
 pub(crate) mod array;
 mod host;
 mod on;
+mod par;
+mod pipeline;
 pub mod region;
 mod saved;
 mod sum;

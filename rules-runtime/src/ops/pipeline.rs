@@ -1,0 +1,134 @@
+//! The staged routes for large host-only shadows, as pipelines: the shadow moves in chunks through
+//! a few pooled page-locked slots, so that the link carries one chunk while the host's threads
+//! ([`super::par`]) copy or add the next. Done whole, the same work is the link's time plus the
+//! host's; pipelined it is about the longer of the two (measurements in docs/performance.md).
+//!
+//! The host reads and writes the slots directly, so before its first touch the stream is
+//! synchronised: that covers the slots' previous use (which the lease makes the stream wait for)
+//! and any work queued before the call that may still write a page-locked shadow. Each slot's
+//! reuse then waits for the event recorded after the device's last use of it.
+
+use super::par;
+use crate::cuda::driver;
+use crate::device::kernels;
+use crate::device::pool::{Lease, Memory};
+use crate::element::Differentiable;
+use crate::error::Result;
+use cudarc::driver::{CudaEvent, CudaStream, sys};
+
+/// From this many bytes a staged route runs as a pipeline; below, the whole shadow is one chunk.
+pub(super) const MIN_BYTES: usize = 8 << 20;
+
+/// Bytes per chunk: a multiple of every element size.
+const CHUNK_BYTES: usize = 16 << 20;
+
+fn events<const K: usize>(s: &CudaStream) -> Result<[CudaEvent; K]> {
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+    let mut v = Vec::with_capacity(K);
+    for _ in 0..K {
+        v.push(
+            s.context()
+                .new_event(flags)
+                .map_err(driver("cuEventCreate (staging pipeline)"))?,
+        );
+    }
+    Ok(v.try_into()
+        .unwrap_or_else(|_| unreachable!("K events were made")))
+}
+
+/// The `k`-th slot of `slots` as `len` elements.
+///
+/// # Safety
+/// `slots` is pinned host memory of at least `(k + 1) * CHUNK_BYTES` bytes, `len * size_of::<T>()
+/// <= CHUNK_BYTES`, and nothing else (host or device) touches the slot while the slice lives.
+#[allow(clippy::mut_from_ref)] // the lease is the allocation; the caller guarantees exclusivity
+unsafe fn slot<'a, T>(slots: &'a Lease<'_>, k: usize, len: usize) -> &'a mut [T] {
+    let p = (slots.ptr() as usize + k * CHUNK_BYTES) as *mut T;
+    // SAFETY: by the caller's contract; page-aligned chunks are aligned for every element type.
+    unsafe { core::slice::from_raw_parts_mut(p, len) }
+}
+
+/// `acc += src`: `acc` is the device address of `src.len()` elements ordered on `s`, `src` host
+/// memory. The host's threads copy each chunk into a pinned slot, which the accumulate kernel
+/// reads in place over the link. Returns once every chunk is enqueued; `src` is no longer read
+/// by then.
+///
+/// # Safety
+/// `acc` holds `src.len()` elements of device-reachable memory, ordered on `s`, not overlapping
+/// `src`.
+pub(super) unsafe fn stage_in<T: Differentiable>(
+    s: &CudaStream,
+    acc: u64,
+    src: &[T],
+) -> Result<()> {
+    const SLOTS: usize = 3;
+    let per = CHUNK_BYTES / size_of::<T>();
+    let slots = Lease::new(Memory::PinnedHost, SLOTS * CHUNK_BYTES, s, s)?;
+    s.synchronize()
+        .map_err(driver("cuStreamSynchronize (staging pipeline)"))?;
+    let done: [CudaEvent; SLOTS] = events(s)?;
+    for (c, chunk) in src.chunks(per).enumerate() {
+        let k = c % SLOTS;
+        if c >= SLOTS {
+            done[k]
+                .synchronize()
+                .map_err(driver("cuEventSynchronize (staging pipeline)"))?;
+        }
+        // SAFETY: the slot's last reader (the kernel of chunk c - SLOTS) has completed.
+        par::copy(unsafe { slot(&slots, k, chunk.len()) }, chunk);
+        let at = acc + (c * CHUNK_BYTES) as u64;
+        let from = slots.ptr() + (k * CHUNK_BYTES) as u64;
+        // SAFETY: `at` holds the chunk's elements by the caller's contract; the slot holds them
+        // in pinned memory that kernels reach through unified addressing.
+        unsafe { kernels::accumulate(s, T::DTYPE, at, from, chunk.len(), false)? };
+        done[k]
+            .record(s)
+            .map_err(driver("cuEventRecord (staging pipeline)"))?;
+    }
+    Ok(())
+}
+
+/// `acc += src`: `acc` host memory, `src` the device address of `acc.len()` elements ordered on
+/// `s`. The copy engine brings each chunk into one of two pinned slots while the host's threads
+/// add the previous one. Returns once `acc` holds the sums.
+///
+/// # Safety
+/// `src` holds `acc.len()` elements of device-reachable memory, ordered on `s`.
+pub(super) unsafe fn stage_out<T: Differentiable>(
+    s: &CudaStream,
+    acc: &mut [T],
+    src: u64,
+) -> Result<()> {
+    const SLOTS: usize = 2;
+    let per = CHUNK_BYTES / size_of::<T>();
+    let n = acc.len();
+    let slots = Lease::new(Memory::PinnedHost, SLOTS * CHUNK_BYTES, s, s)?;
+    let landed: [CudaEvent; SLOTS] = events(s)?;
+    let enqueue = |c: usize| -> Result<()> {
+        let len = per.min(n - c * per);
+        let to = (slots.ptr() as usize + (c % SLOTS) * CHUNK_BYTES) as *mut u8;
+        let from = src + (c * CHUNK_BYTES) as u64;
+        // SAFETY: the slot holds CHUNK_BYTES of pinned memory, no longer read by the host (its
+        // previous chunk was added before this is enqueued); `from` holds `len` elements.
+        unsafe { kernels::copy_dtoh(s, to, from, len * size_of::<T>())? };
+        landed[c % SLOTS]
+            .record(s)
+            .map_err(driver("cuEventRecord (staging pipeline)"))
+    };
+    let chunks = n.div_ceil(per);
+    if chunks > 0 {
+        enqueue(0)?;
+    }
+    for (c, a) in acc.chunks_mut(per).enumerate() {
+        if c + 1 < chunks {
+            enqueue(c + 1)?;
+        }
+        landed[c % SLOTS]
+            .synchronize()
+            .map_err(driver("cuEventSynchronize (staging pipeline)"))?;
+        // SAFETY: the copy into the slot has completed and the next one into it is enqueued only
+        // after this add.
+        par::add(a, unsafe { slot(&slots, c % SLOTS, a.len()) });
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! The staged routes between device memory and host-only (pageable) memory at sizes where they
+//! run as pipelines of chunks (8 MiB and up): exact sums, the source zeroed or left alone, for
+//! several element types, lengths that are and are not whole chunks, and the seed's round trip
+//! through the generated rules. `#[ignore]`d: without a GPU they are reported skipped, never
+//! passed.
+
+use rules_runtime::cudarc::driver::{CudaStream, DeviceRepr};
+use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_zero};
+use rules_tests::{add, ramp};
+use std::sync::Arc;
+
+fn gpu() -> Arc<CudaStream> {
+    rules_runtime::cuda::context(0)
+        .unwrap_or_else(|e| {
+            panic!("the GPU suite needs a usable GPU ({e}); without one it stays ignored")
+        })
+        .default_stream()
+}
+
+fn zeroed<T: Differentiable>(v: &[T]) -> bool {
+    v.iter()
+        .all(|x| x.to_parts().iter().all(|p| p.to_bits() == 0))
+}
+
+/// Every staged operation on `n` elements of `T`, against the host's own sums.
+fn staged_exact<T: Differentiable + DeviceRepr + Default>(s: &Arc<CudaStream>, n: usize) {
+    let on = On::stream(s);
+    let a = ramp::<T>(n, 1.0);
+    let b = ramp::<T>(n, -3.0);
+    let want = add(&a, &b);
+    let what = format!("{} n = {n}", T::DTYPE.name());
+
+    // device += pageable, the source kept.
+    let mut d = s.clone_htod(&a).unwrap();
+    let h = b.clone();
+    accumulate(on, &mut d, &h[..]).unwrap();
+    assert!(
+        s.clone_dtoh(&d).unwrap() == want,
+        "device += pageable, {what}"
+    );
+    assert!(h == b, "the source is read only, {what}");
+
+    // device += pageable; pageable ← 0 (the reverse of a device → pageable copy).
+    let mut d = s.clone_htod(&a).unwrap();
+    let mut h = b.clone();
+    accumulate_and_zero(on, &mut d, &mut h[..]).unwrap();
+    assert!(
+        s.clone_dtoh(&d).unwrap() == want,
+        "device += pageable; 0, {what}"
+    );
+    assert!(zeroed(&h), "the pageable source is +0.0, {what}");
+
+    // pageable += device; device ← 0 (the reverse of a pageable → device copy).
+    let mut h = a.clone();
+    let mut d = s.clone_htod(&b).unwrap();
+    accumulate_and_zero(on, &mut h[..], &mut d).unwrap();
+    assert!(h == want, "pageable += device; 0, {what}");
+    assert!(
+        zeroed(&s.clone_dtoh(&d).unwrap()),
+        "the device source is +0.0, {what}"
+    );
+
+    // pageable += device, the source kept.
+    let mut h = a.clone();
+    let d = s.clone_htod(&b).unwrap();
+    accumulate(on, &mut h[..], &d).unwrap();
+    assert!(h == want, "pageable += device, {what}");
+    assert!(
+        s.clone_dtoh(&d).unwrap() == b,
+        "the source is read only, {what}"
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn staged_pipelines_are_exact_for_every_chunking() {
+    let s = gpu();
+    // 16 MiB chunks: one chunk and a tail, whole chunks, more chunks than slots, and just below
+    // the pipeline's threshold.
+    for n in [(4 << 20) + 3, 8 << 20, (20 << 20) + 5, (2 << 20) - 1] {
+        staged_exact::<f32>(&s, n);
+    }
+    staged_exact::<f64>(&s, (3 << 20) + 1);
+    staged_exact::<half::f16>(&s, (9 << 20) + 7);
+    staged_exact::<half::bf16>(&s, (4 << 20) + 1);
+}
+
+/// The seed's round trip `y = download(upload(x))`, `loss = Σ y²`, at 6M + 1 elements in
+/// pageable memory: `dx == 2x` exactly, and the host shadows are zero after the reverse.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_through_pageable_memory_at_pipeline_sizes() {
+    let s = gpu();
+    let n = (6 << 20) + 1;
+    let x = ramp::<f32>(n, -8.0);
+    let mut dx = vec![0.0f32; n];
+    let mut d = s.alloc_zeros::<f32>(n).unwrap();
+    let mut dd = s.alloc_zeros::<f32>(n).unwrap();
+    let mut y = vec![0.0f32; n];
+    let mut dy = vec![0.0f32; n];
+    let t_up = rules_tests::upload_augmented_primal(
+        &s,
+        Duplicated::new(&mut d, &mut dd),
+        Duplicated::new(&x[..], &mut dx[..]),
+    )
+    .unwrap();
+    let t_down = rules_tests::download_augmented_primal(
+        &s,
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Duplicated::new(&d, &mut dd),
+    )
+    .unwrap();
+    assert_eq!(y, x);
+    for (g, v) in dy.iter_mut().zip(&y) {
+        *g = 2.0 * v;
+    }
+    rules_tests::download_reverse(
+        t_down,
+        &s,
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Duplicated::new(&d, &mut dd),
+    )
+    .unwrap();
+    rules_tests::upload_reverse(
+        t_up,
+        &s,
+        Duplicated::new(&mut d, &mut dd),
+        Duplicated::new(&x[..], &mut dx[..]),
+    )
+    .unwrap();
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
+    assert!(dx == want, "dx == 2x");
+    assert!(zeroed(&dy), "dy is +0.0 after the reverse");
+    assert!(
+        zeroed(&s.clone_dtoh(&dd).unwrap()),
+        "the device shadow is +0.0"
+    );
+}
