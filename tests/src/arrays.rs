@@ -3,11 +3,19 @@
 //! `#[derivative_rule(copy2d / copy3d / copy)]`. The array side's box is placed by its origin
 //! (`#[dst_x]`, `#[dst_y]`, `#[dst_z]`, or the source's), in elements; its layout is the array's.
 //!
-//! The linear side is any [`Linear`] buffer: pageable host slices, cudarc device buffers, and raw
-//! pointers of any declared kind ([`RawShadow`]: pinned and unified memory too).
+//! The linear side is any [`Linear`] buffer: pageable host slices, cudarc device buffers, pinned
+//! host buffers (`alloc_pinned`), unified buffers (`alloc_unified`), and raw pointers of any
+//! declared kind ([`RawShadow`]).
+//!
+//! Region rules whose destination is an array: [`zero_array_rows`] and [`zero_array`] (`memset`,
+//! rows placed by `#[dst_x]`, `#[dst_y]`, or the whole array), [`fill_array_rows`] and
+//! [`fill_array`] (`fill`), and [`to_array_restoring`] (`copy3d` with `restore`).
 
 use rules_runtime::cudarc::driver::sys::{self, CUmemorytype};
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DriverError};
+use rules_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DriverError, HostSlice, PinnedHostSlice, UnifiedSlice,
+    ValidAsZeroBits,
+};
 use rules_runtime::derivative_rule;
 use rules_runtime::memory::array::{ArrayElement, CudaArray};
 use rules_runtime::memory::raw::RawShadow;
@@ -122,6 +130,22 @@ impl<T: rules_runtime::Differentiable + rules_runtime::cudarc::driver::DeviceRep
     fn with_addr<R>(&self, s: &CudaStream, f: impl FnOnce(CUmemorytype, u64) -> R) -> R {
         let (ptr, _sync) = self.device_ptr(s);
         f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
+    }
+}
+
+impl<T: rules_runtime::Differentiable + ValidAsZeroBits> Linear for PinnedHostSlice<T> {
+    fn with_addr<R>(&self, s: &CudaStream, f: impl FnOnce(CUmemorytype, u64) -> R) -> R {
+        // SAFETY: the address is used only by the copy enqueued on `s` inside `f`; the guard
+        // records the buffer's event after it.
+        let (slice, _sync) = unsafe { self.stream_synced_slice(s) };
+        f(CUmemorytype::CU_MEMORYTYPE_HOST, slice.as_ptr() as u64)
+    }
+}
+
+impl<T: rules_runtime::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<T> {
+    fn with_addr<R>(&self, s: &CudaStream, f: impl FnOnce(CUmemorytype, u64) -> R) -> R {
+        let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, ptr)
     }
 }
 
@@ -269,4 +293,95 @@ pub fn download_array<T: ArrayElement>(
     unsafe { memcpy3d(stream, t, a, size_of::<T>(), (w, h, d)) }?;
     // Pageable memory: the copy is complete when the stream is (the caller reads `dst` next).
     stream.synchronize()
+}
+
+/// [`to_array`] with `restore`: the augmented primal saves the array's old box (pooled memory
+/// owned by the tape) and the reverse writes it back after the shadow work.
+#[derivative_rule(copy3d, restore)]
+#[allow(clippy::too_many_arguments)]
+pub fn to_array_restoring<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<T>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[dst_z] z: usize,
+    #[src] src: &L,
+    #[src_pitch] src_pitch: usize,
+    #[src_slice_height] src_rows: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+    #[depth] depth: usize,
+) -> Result<(), DriverError> {
+    to_array(
+        stream, dst, x, y, z, src, src_pitch, src_rows, width, height, depth,
+    )
+}
+
+/// `dst[(x, y, z) ..][box] ← value` by a copy from packed host memory (memset is invalid on
+/// arrays), complete when this returns.
+fn set_box<T: ArrayElement>(
+    stream: &CudaStream,
+    dst: &CudaArray<T>,
+    (x, y, z): (usize, usize, usize),
+    (width, height, depth): (usize, usize, usize),
+    value: T,
+) -> Result<(), DriverError> {
+    let src = vec![value; width * height * depth];
+    let a = End::Array(dst.cu_array(), (x, y, z), size_of::<T>());
+    let s = End::Linear(
+        CUmemorytype::CU_MEMORYTYPE_HOST,
+        src.as_ptr() as u64,
+        width * size_of::<T>(),
+        height,
+    );
+    // SAFETY: `src` holds the packed box; the runtime checked the array's box. `src` lives until
+    // the stream has finished the copy.
+    unsafe { memcpy3d(stream, a, s, size_of::<T>(), (width, height, depth)) }?;
+    stream.synchronize()
+}
+
+/// A memset of rows of an array: `dst[(x, y) ..][width × height] ← 0`.
+#[derivative_rule(memset)]
+pub fn zero_array_rows<T: ArrayElement>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<T>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) -> Result<(), DriverError> {
+    set_box(stream, dst, (x, y, 0), (width, height, 1), T::zero())
+}
+
+/// A memset of a whole array (1-D, 2-D or 3-D): every element `← 0`.
+#[derivative_rule(memset)]
+pub fn zero_array<T: ArrayElement>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<T>,
+) -> Result<(), DriverError> {
+    set_box(stream, dst, (0, 0, 0), dst.extent(), T::zero())
+}
+
+/// A fill of rows of an array: `dst[(x, y) ..][width × height] ← v`.
+#[derivative_rule(fill)]
+pub fn fill_array_rows<T: ArrayElement>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<T>,
+    #[value] v: T,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) -> Result<(), DriverError> {
+    set_box(stream, dst, (x, y, 0), (width, height, 1), v)
+}
+
+/// A fill of a whole array: every element `← v`.
+#[derivative_rule(fill)]
+pub fn fill_array<T: ArrayElement>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<T>,
+    #[value] v: T,
+) -> Result<(), DriverError> {
+    set_box(stream, dst, (0, 0, 0), dst.extent(), v)
 }

@@ -6,21 +6,34 @@
 //!   after the reverse the array's shadows read back all `+0.0`;
 //! - exact adjoint checks `⟨J v, w⟩ = ⟨v, Jᵀ w⟩` (values are multiples of 1/64, so every sum is
 //!   exact) for 1D, 2D and 3D boxes with offsets, smaller than their arrays, linear → array,
-//!   array → linear and array → array, with every element outside the box read back untouched.
+//!   array → linear and array → array, with every element outside the box read back untouched;
+//! - the seed's round trip through boxes of arrays (1D, 2D and 3D, offsets, smaller than the
+//!   array) with the linear side in each memory kind: pageable, device, pinned (`alloc_pinned`)
+//!   and unified (`alloc_unified`), forward and reverse, widths 1 and 3: `dx == 2x` exactly, the
+//!   array's other elements and the linear padding untouched, the array shadows all `+0.0` after
+//!   the reverse (sign bit included);
+//! - `restore` on a box of an array; `memset` and `fill` rules whose destination is an array
+//!   (rows placed by `#[dst_x]`, `#[dst_y]`, or the whole array); array → array with odd
+//!   offsets at width 3.
 //!
 //! Every test is `#[ignore]`d so that a machine without a GPU reports it skipped, never passed.
 //! On a GPU machine: `cargo test -p rules-tests --test gpu_array_rules -- --include-ignored`.
 
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream};
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice, UnifiedSlice};
 use rules_runtime::memory::array::CudaArray;
-use rules_runtime::{Const, Duplicated};
+use rules_runtime::{Active, Const, Dual, Duplicated};
 use rules_tests::arrays::{
-    array_to_array_augmented_primal, array_to_array_forward, array_to_array_reverse,
+    Linear, array_to_array_augmented_primal, array_to_array_forward, array_to_array_reverse,
     download_array_augmented_primal, download_array_forward, download_array_reverse,
+    fill_array_augmented_primal, fill_array_forward, fill_array_reverse,
+    fill_array_rows_augmented_primal, fill_array_rows_forward, fill_array_rows_reverse,
     from_array_augmented_primal, from_array_forward, from_array_reverse,
     rows_to_array_augmented_primal, rows_to_array_forward, rows_to_array_reverse,
-    to_array_augmented_primal, to_array_forward, to_array_reverse, upload_array_augmented_primal,
-    upload_array_forward, upload_array_reverse,
+    to_array_augmented_primal, to_array_forward, to_array_restoring_augmented_primal,
+    to_array_restoring_reverse, to_array_reverse, upload_array_augmented_primal,
+    upload_array_forward, upload_array_reverse, zero_array_augmented_primal, zero_array_forward,
+    zero_array_reverse, zero_array_rows_augmented_primal, zero_array_rows_forward,
+    zero_array_rows_reverse,
 };
 use std::sync::Arc;
 
@@ -918,4 +931,916 @@ fn copy2d_rows_into_an_array() {
         "{e:?}"
     );
     assert_eq!(arr.to_host(&s).unwrap(), before, "nothing written");
+}
+
+// ---- The linear side in every memory kind ---------------------------------------------------
+
+/// Linear memory of one kind for the box round trips: made from host values, read back once the
+/// stream's work is done.
+trait Kind: Linear<Elem = f32> + Sized {
+    const NAME: &'static str;
+    fn make(s: &Arc<CudaStream>, v: &[f32]) -> Self;
+    fn read(&self, s: &Arc<CudaStream>) -> Vec<f32>;
+}
+
+impl Kind for Vec<f32> {
+    const NAME: &'static str = "pageable";
+    fn make(_: &Arc<CudaStream>, v: &[f32]) -> Self {
+        v.to_vec()
+    }
+    fn read(&self, s: &Arc<CudaStream>) -> Vec<f32> {
+        s.synchronize().unwrap();
+        self.clone()
+    }
+}
+
+impl Kind for CudaSlice<f32> {
+    const NAME: &'static str = "device";
+    fn make(s: &Arc<CudaStream>, v: &[f32]) -> Self {
+        s.clone_htod(v).unwrap()
+    }
+    fn read(&self, s: &Arc<CudaStream>) -> Vec<f32> {
+        s.clone_dtoh(self).unwrap()
+    }
+}
+
+impl Kind for PinnedHostSlice<f32> {
+    const NAME: &'static str = "pinned";
+    fn make(s: &Arc<CudaStream>, v: &[f32]) -> Self {
+        // SAFETY: every element is written before it is read.
+        let mut p = unsafe { s.context().alloc_pinned::<f32>(v.len()) }.unwrap();
+        p.as_mut_slice().unwrap().copy_from_slice(v);
+        p
+    }
+    fn read(&self, s: &Arc<CudaStream>) -> Vec<f32> {
+        s.synchronize().unwrap();
+        self.as_slice().unwrap().to_vec()
+    }
+}
+
+impl Kind for UnifiedSlice<f32> {
+    const NAME: &'static str = "unified";
+    fn make(s: &Arc<CudaStream>, v: &[f32]) -> Self {
+        // SAFETY: every element is written before it is read.
+        let mut u = unsafe { s.context().alloc_unified::<f32>(v.len(), true) }.unwrap();
+        u.as_mut_slice().unwrap().copy_from_slice(v);
+        u
+    }
+    fn read(&self, s: &Arc<CudaStream>) -> Vec<f32> {
+        s.synchronize().unwrap();
+        self.as_slice().unwrap().to_vec()
+    }
+}
+
+/// The padding of `x`, `dx`, `y` and `dy` (outside the box): values no rule may write.
+const PAD_X: f32 = 5.25;
+const PAD_Y: f32 = 7.5;
+const PAD_DY: f32 = -3.25;
+
+/// Boxes of the round trips: [`CASES`], a one-element-wide column at an array's last x, and
+/// full-width rows at the last y of each slice with a packed linear side (slice height 1).
+fn boxes() -> Vec<Case> {
+    let mut v = CASES.to_vec();
+    v.push(Case {
+        ext: (16, 12, 1),
+        at: (15, 1, 0),
+        shape: (1, 10, 1),
+        pitch: 3,
+        rows: 10,
+    });
+    v.push(Case {
+        ext: (6, 5, 7),
+        at: (0, 4, 2),
+        shape: (6, 1, 5),
+        pitch: 6,
+        rows: 1,
+    });
+    v
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// `inside` where the mask is set, `outside[i]` elsewhere.
+fn masked(
+    mask: &[bool],
+    inside: impl Fn(usize) -> f32,
+    outside: impl Fn(usize) -> f32,
+) -> Vec<f32> {
+    (0..mask.len())
+        .map(|i| if mask[i] { inside(i) } else { outside(i) })
+        .collect()
+}
+
+/// The seed's round trip through a box of an array, `x (kind L) → array box → y (kind L)`,
+/// `loss = Σ_box y²`, for `N` lanes (lane k seeded with `2(k+1)·y`):
+/// - reverse: `dx == 2(k+1)·x` exactly in the box; the padding of `x`, `dx`, `y`, `dy` untouched;
+///   `dy`'s box `+0.0`; the primal array's other elements untouched; every array shadow, whose
+///   box starts at `-0.0` (a zero with its sign bit set), reads back all `+0.0`;
+/// - forward: the tangents arrive in `dy`'s box exactly, through the array shadow's box; the
+///   array shadows' other elements (marks) and every padding untouched.
+fn box_round_trip<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
+    let (w, h, d) = c.shape;
+    let (x0, y0, z0) = c.at;
+    let lp = c.pitch * 4;
+    let (an, ln) = (c.array_len(), c.linear_len());
+    let (in_a, in_l) = (c.in_array_box(), c.in_linear_box());
+    let what = format!("{} memory, width {N}, {c:?}", L::NAME);
+    let scale = |k: usize| 2.0 * (k + 1) as f32;
+    let xv = vals(ln, 51);
+    let xh = masked(&in_l, |i| xv[i], |_| PAD_X);
+    let old = vals(an, 52);
+    let x = L::make(s, &xh);
+    // The box of the array as it should read after the primal copy.
+    let mut want_arr = old.clone();
+    for (ai, li) in c.pairs() {
+        want_arr[ai] = xh[li];
+    }
+
+    // Reverse.
+    let mut arr = array_from(s, c.ext, &old);
+    let neg_box = masked(&in_a, |_| -0.0, |_| 0.0);
+    let mut das: Vec<_> = (0..N).map(|_| array_from(s, c.ext, &neg_box)).collect();
+    let dx0 = masked(&in_l, |_| 0.0, |_| PAD_X);
+    let mut dxs: Vec<L> = (0..N).map(|_| L::make(s, &dx0)).collect();
+    let mut y = L::make(s, &vec![PAD_Y; ln]);
+    let mut dys: Vec<L> = (0..N).map(|_| L::make(s, &vec![PAD_DY; ln])).collect();
+    let t_up = to_array_augmented_primal(
+        s,
+        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        lp,
+        c.rows,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    let t_down = from_array_augmented_primal(
+        s,
+        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+        lp,
+        c.rows,
+        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    let yh = y.read(s);
+    assert_eq!(
+        yh, xh,
+        "the primal round trip (box and padding of y), {what}"
+    );
+    assert_eq!(
+        bits(&arr.to_host(s).unwrap()),
+        bits(&want_arr),
+        "the primal array: box copied, other elements untouched, {what}"
+    );
+    for (k, dy) in dys.iter_mut().enumerate() {
+        *dy = L::make(s, &masked(&in_l, |i| scale(k) * yh[i], |_| PAD_DY));
+    }
+    from_array_reverse(
+        t_down,
+        s,
+        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+        lp,
+        c.rows,
+        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    to_array_reverse(
+        t_up,
+        s,
+        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        lp,
+        c.rows,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    s.synchronize().unwrap();
+    for k in 0..N {
+        let want = masked(&in_l, |i| scale(k) * xh[i], |_| PAD_X);
+        assert_eq!(
+            bits(&dxs[k].read(s)),
+            bits(&want),
+            "dx == 2x in the box, padding untouched (lane {k}), {what}"
+        );
+        let want = masked(&in_l, |_| 0.0, |_| PAD_DY);
+        assert_eq!(
+            bits(&dys[k].read(s)),
+            bits(&want),
+            "dy's box +0.0, padding untouched (lane {k}), {what}"
+        );
+        assert!(
+            all_zero(s, &das[k]),
+            "array shadow all +0.0 after the reverse (lane {k}), {what}"
+        );
+    }
+    assert_eq!(
+        bits(&arr.to_host(s).unwrap()),
+        bits(&want_arr),
+        "the reverse leaves the primal array alone, {what}"
+    );
+    assert_eq!(x.read(s), xh, "the primal x untouched, {what}");
+
+    // Forward.
+    let mut arr = array_from(s, c.ext, &old);
+    let marks: Vec<Vec<f32>> = (0..N).map(|k| vals(an, 60 + k as u64)).collect();
+    let mut das: Vec<_> = marks.iter().map(|m| array_from(s, c.ext, m)).collect();
+    let tangents: Vec<Vec<f32>> = (0..N)
+        .map(|k| masked(&in_l, |i| scale(k) * xh[i], |_| PAD_X))
+        .collect();
+    let mut dxs: Vec<L> = tangents.iter().map(|t| L::make(s, t)).collect();
+    let mut y = L::make(s, &vec![PAD_Y; ln]);
+    let mut dys: Vec<L> = (0..N).map(|_| L::make(s, &vec![PAD_DY; ln])).collect();
+    to_array_forward(
+        s,
+        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        lp,
+        c.rows,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    from_array_forward(
+        s,
+        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+        lp,
+        c.rows,
+        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    assert_eq!(y.read(s), xh, "forward primal, {what}");
+    assert_eq!(
+        bits(&arr.to_host(s).unwrap()),
+        bits(&want_arr),
+        "forward primal array, {what}"
+    );
+    for k in 0..N {
+        let want = masked(&in_l, |i| tangents[k][i], |_| PAD_DY);
+        assert_eq!(
+            bits(&dys[k].read(s)),
+            bits(&want),
+            "forward tangent in dy's box, padding untouched (lane {k}), {what}"
+        );
+        let mut want = marks[k].clone();
+        for (ai, li) in c.pairs() {
+            want[ai] = tangents[k][li];
+        }
+        assert_eq!(
+            bits(&das[k].to_host(s).unwrap()),
+            bits(&want),
+            "forward tangent in the array shadow's box, other elements untouched (lane {k}), {what}"
+        );
+        assert_eq!(
+            bits(&dxs[k].read(s)),
+            bits(&tangents[k]),
+            "the source tangent is only read (lane {k}), {what}"
+        );
+    }
+}
+
+fn round_trips_of_kind<L: Kind>() {
+    let s = gpu();
+    for c in boxes() {
+        box_round_trip::<L, 1>(&s, c);
+        box_round_trip::<L, 3>(&s, c);
+    }
+}
+
+/// The seed's round trip through boxes of arrays with the linear side in pinned host memory
+/// (`alloc_pinned`): `dx == 2x` exactly, forward and reverse, widths 1 and 3.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_pinned_through_array_boxes() {
+    round_trips_of_kind::<PinnedHostSlice<f32>>();
+}
+
+/// The same with the linear side in unified memory (`alloc_unified`).
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_unified_through_array_boxes() {
+    round_trips_of_kind::<UnifiedSlice<f32>>();
+}
+
+/// The same with the linear side in pageable host memory.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_pageable_through_array_boxes() {
+    round_trips_of_kind::<Vec<f32>>();
+}
+
+/// The same with the linear side in device memory.
+#[test]
+#[ignore = "needs a GPU"]
+fn seed_round_trip_device_through_array_boxes() {
+    round_trips_of_kind::<CudaSlice<f32>>();
+}
+
+// ---- restore ------------------------------------------------------------------------------------
+
+/// `to_array` with `restore`: the augmented primal writes the box (and saves the old one), the
+/// reverse accumulates `dx += d_array[box]`, zeroes the shadow's box and writes the array's old
+/// box back: the whole array reads back bit for bit as before the copy.
+fn restore_of_a_box<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
+    let (w, h, d) = c.shape;
+    let (x0, y0, z0) = c.at;
+    let lp = c.pitch * 4;
+    let (an, ln) = (c.array_len(), c.linear_len());
+    let (in_a, in_l) = (c.in_array_box(), c.in_linear_box());
+    let what = format!("{} memory, width {N}, {c:?}", L::NAME);
+    let xv = vals(ln, 71);
+    let xh = masked(&in_l, |i| xv[i], |_| PAD_X);
+    let old = vals(an, 72);
+    let x = L::make(s, &xh);
+    let mut arr = array_from(s, c.ext, &old);
+    let marks: Vec<Vec<f32>> = (0..N).map(|k| vals(an, 73 + k as u64)).collect();
+    let mut das: Vec<_> = marks.iter().map(|m| array_from(s, c.ext, m)).collect();
+    let dx0 = masked(&in_l, |_| 0.0, |_| PAD_X);
+    let mut dxs: Vec<L> = (0..N).map(|_| L::make(s, &dx0)).collect();
+    let t = to_array_restoring_augmented_primal(
+        s,
+        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        lp,
+        c.rows,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    assert!(t.restores(), "the tape keeps the old box, {what}");
+    let mid = arr.to_host(s).unwrap();
+    for (ai, li) in c.pairs() {
+        assert_eq!(mid[ai], xh[li], "the primal box written, {what}");
+    }
+    assert_ne!(bits(&mid), bits(&old), "the copy changed the array, {what}");
+    to_array_restoring_reverse(
+        t,
+        s,
+        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+        x0,
+        y0,
+        z0,
+        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        lp,
+        c.rows,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    assert_eq!(
+        bits(&arr.to_host(s).unwrap()),
+        bits(&old),
+        "the old array restored bit for bit, {what}"
+    );
+    for k in 0..N {
+        let mut want_dx = dx0.clone();
+        for (ai, li) in c.pairs() {
+            want_dx[li] = marks[k][ai];
+        }
+        assert_eq!(
+            bits(&dxs[k].read(s)),
+            bits(&want_dx),
+            "dx += d_array[box] (lane {k}), {what}"
+        );
+        let want = masked(&in_a, |_| 0.0, |i| marks[k][i]);
+        assert_eq!(
+            bits(&das[k].to_host(s).unwrap()),
+            bits(&want),
+            "the array shadow's box +0.0, other elements untouched (lane {k}), {what}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn restore_writes_the_old_array_box_back() {
+    let s = gpu();
+    for c in boxes() {
+        restore_of_a_box::<CudaSlice<f32>, 1>(&s, c);
+        restore_of_a_box::<PinnedHostSlice<f32>, 3>(&s, c);
+        restore_of_a_box::<Vec<f32>, 1>(&s, c);
+    }
+}
+
+// ---- memset and fill with an array destination ------------------------------------------------
+
+/// Rows of an array: extent, origin `(x, y)`, `(width, height)` (in the first slice of a 3-D
+/// array).
+/// (extent, origin, (width, height)).
+type Rows = ((usize, usize, usize), (usize, usize), (usize, usize));
+
+const ROWS: &[Rows] = &[
+    ((40, 1, 1), (5, 0), (17, 1)),
+    ((13, 9, 1), (3, 2), (7, 5)),
+    ((9, 7, 3), (2, 5), (4, 2)),
+];
+
+fn rows_mask(ext: (usize, usize, usize), at: (usize, usize), (w, h): (usize, usize)) -> Vec<bool> {
+    let n = ext.0 * ext.1 * ext.2;
+    (0..n)
+        .map(|i| {
+            let (x, y, z) = (i % ext.0, (i / ext.0) % ext.1, i / (ext.0 * ext.1));
+            z == 0 && (at.0..at.0 + w).contains(&x) && (at.1..at.1 + h).contains(&y)
+        })
+        .collect()
+}
+
+/// Marks for a shadow: multiples of 1/64, every fifth one `-0.0` (a zero whose sign bit a
+/// zeroing must clear).
+fn marks(n: usize, seed: u64) -> Vec<f32> {
+    let mut v = vals(n, seed);
+    for x in v.iter_mut().step_by(5) {
+        *x = -0.0;
+    }
+    v
+}
+
+fn memset_rows<const N: usize>(s: &Arc<CudaStream>) {
+    for &(ext, at, (w, h)) in ROWS {
+        let n = ext.0 * ext.1 * ext.2;
+        let inside = rows_mask(ext, at, (w, h));
+        let what = format!("{ext:?} at {at:?}, {w} × {h}, width {N}");
+        let old = vals(n, 81);
+        let ms: Vec<Vec<f32>> = (0..N).map(|k| marks(n, 82 + k as u64)).collect();
+        let want_arr = masked(&inside, |_| 0.0, |i| old[i]);
+        // Forward: the primal box and each tangent's box ← +0.0.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        zero_array_rows_forward(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&want_arr),
+            "primal, {what}"
+        );
+        for k in 0..N {
+            let want = masked(&inside, |_| 0.0, |i| ms[k][i]);
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&want),
+                "forward: tangent box +0.0, the rest untouched (lane {k}), {what}"
+            );
+        }
+        // Reverse: each shadow's box ← +0.0.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        let t = zero_array_rows_augmented_primal(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&want_arr),
+            "primal, {what}"
+        );
+        zero_array_rows_reverse(
+            t,
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        for k in 0..N {
+            let want = masked(&inside, |_| 0.0, |i| ms[k][i]);
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&want),
+                "reverse: shadow box +0.0, the rest untouched (lane {k}), {what}"
+            );
+        }
+        // Rows past the array's last column: refused before anything is written.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        let e = zero_array_rows_forward(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            ext.0 - 2,
+            at.1,
+            3,
+            h,
+        );
+        assert!(
+            matches!(e, Err(rules_runtime::Error::BadRegion { .. })),
+            "{e:?}, {what}"
+        );
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&old),
+            "nothing written, {what}"
+        );
+        for k in 0..N {
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&ms[k]),
+                "no shadow written (lane {k}), {what}"
+            );
+        }
+    }
+}
+
+/// A `memset` rule on rows of an array (placed by `#[dst_x]`, `#[dst_y]`): forward and reverse
+/// zero the shadows' boxes to `+0.0` (marks with the sign bit set included) and nothing else,
+/// widths 1 and 3; rows past the array are refused before anything is written. A `memset` of a
+/// whole 3-D array zeroes every element of the primal and of each shadow.
+#[test]
+#[ignore = "needs a GPU"]
+fn memset_of_an_array() {
+    let s = gpu();
+    memset_rows::<1>(&s);
+    memset_rows::<3>(&s);
+    let ext = (9, 7, 3);
+    let n = ext.0 * ext.1 * ext.2;
+    let mut arr = array_from(&s, ext, &vals(n, 91));
+    let mut das: Vec<_> = (0..3)
+        .map(|k| array_from(&s, ext, &marks(n, 92 + k)))
+        .collect();
+    zero_array_forward(&s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das))).unwrap();
+    assert!(all_zero(&s, &arr), "whole primal +0.0");
+    for (k, da) in das.iter().enumerate() {
+        assert!(all_zero(&s, da), "whole tangent +0.0 (lane {k})");
+    }
+    let mut arr = array_from(&s, ext, &vals(n, 91));
+    let mut das: Vec<_> = (0..3)
+        .map(|k| array_from(&s, ext, &marks(n, 95 + k)))
+        .collect();
+    let t = zero_array_augmented_primal(&s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)))
+        .unwrap();
+    zero_array_reverse(t, &s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das))).unwrap();
+    assert!(all_zero(&s, &arr), "whole primal +0.0");
+    for (k, da) in das.iter().enumerate() {
+        assert!(
+            all_zero(&s, da),
+            "whole shadow +0.0 after the reverse (lane {k})"
+        );
+    }
+}
+
+fn fill_rows<const N: usize>(s: &Arc<CudaStream>) {
+    let v = 1.25f32;
+    for &(ext, at, (w, h)) in ROWS {
+        let n = ext.0 * ext.1 * ext.2;
+        let inside = rows_mask(ext, at, (w, h));
+        let what = format!("{ext:?} at {at:?}, {w} × {h}, width {N}");
+        let old = vals(n, 101);
+        let ms: Vec<Vec<f32>> = (0..N).map(|k| marks(n, 102 + k as u64)).collect();
+        let want_arr = masked(&inside, |_| v, |i| old[i]);
+        let dv: [f32; N] = core::array::from_fn(|k| 0.5 - k as f32 / 8.0);
+        // Forward, a `Dual` value: the tangent's box ← d_v.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        fill_array_rows_forward(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Dual::batch(v, dv),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&want_arr),
+            "primal, {what}"
+        );
+        for k in 0..N {
+            let want = masked(&inside, |_| dv[k], |i| ms[k][i]);
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&want),
+                "forward: tangent box == d_v, the rest untouched (lane {k}), {what}"
+            );
+        }
+        // Forward, a `Const` value: the tangent's box ← +0.0.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        fill_array_rows_forward(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Const(v),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&want_arr),
+            "primal, {what}"
+        );
+        for k in 0..N {
+            let want = masked(&inside, |_| 0.0, |i| ms[k][i]);
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&want),
+                "forward, Const value: tangent box +0.0 (lane {k}), {what}"
+            );
+        }
+        // Reverse, an `Active` value: d_v = Σ_box d_array (exact: multiples of 1/64), then the
+        // shadow's box ← +0.0.
+        let mut arr = array_from(s, ext, &old);
+        let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
+        let t = fill_array_rows_augmented_primal(
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Active(v),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&arr.to_host(s).unwrap()),
+            bits(&want_arr),
+            "primal, {what}"
+        );
+        let got = fill_array_rows_reverse(
+            t,
+            s,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Active(v),
+            at.0,
+            at.1,
+            w,
+            h,
+        )
+        .unwrap();
+        for k in 0..N {
+            let sum: f64 = (0..n)
+                .filter(|&i| inside[i])
+                .map(|i| f64::from(ms[k][i]))
+                .sum();
+            assert_eq!(
+                f64::from(got[k]),
+                sum,
+                "d_v = Σ_box d_array (lane {k}), {what}"
+            );
+            let want = masked(&inside, |_| 0.0, |i| ms[k][i]);
+            assert_eq!(
+                bits(&das[k].to_host(s).unwrap()),
+                bits(&want),
+                "reverse: shadow box +0.0, the rest untouched (lane {k}), {what}"
+            );
+        }
+    }
+}
+
+/// A `fill` rule on rows of an array: forward with a `Dual` value (tangent box ← d_v) and a
+/// `Const` one (← +0.0), reverse with an `Active` value (d_v = Σ_box d_array exactly, then the
+/// box ← +0.0), widths 1 and 3, nothing outside the rows touched; a fill of a whole 3-D array.
+#[test]
+#[ignore = "needs a GPU"]
+fn fill_of_an_array() {
+    let s = gpu();
+    fill_rows::<1>(&s);
+    fill_rows::<3>(&s);
+    let ext = (9, 7, 3);
+    let n = ext.0 * ext.1 * ext.2;
+    let ms: Vec<Vec<f32>> = (0..3).map(|k| marks(n, 111 + k)).collect();
+    let mut arr = array_from(&s, ext, &vals(n, 110));
+    let mut das: Vec<_> = ms.iter().map(|m| array_from(&s, ext, m)).collect();
+    fill_array_forward(
+        &s,
+        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+        Dual::batch(-0.75, [0.25, -1.5, 2.0]),
+    )
+    .unwrap();
+    assert!(arr.to_host(&s).unwrap().iter().all(|&x| x == -0.75));
+    for (k, t) in [0.25f32, -1.5, 2.0].into_iter().enumerate() {
+        assert!(
+            das[k].to_host(&s).unwrap().iter().all(|&x| x == t),
+            "whole tangent == d_v (lane {k})"
+        );
+    }
+    let mut das: Vec<_> = ms.iter().map(|m| array_from(&s, ext, m)).collect();
+    let t = fill_array_augmented_primal(
+        &s,
+        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+        Active(-0.75),
+    )
+    .unwrap();
+    let got = fill_array_reverse(
+        t,
+        &s,
+        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+        Active(-0.75),
+    )
+    .unwrap();
+    for k in 0..3 {
+        let sum: f64 = ms[k].iter().map(|&x| f64::from(x)).sum();
+        assert_eq!(f64::from(got[k]), sum, "d_v = Σ d_array (lane {k})");
+        assert!(all_zero(&s, &das[k]), "whole shadow +0.0 (lane {k})");
+    }
+}
+
+// ---- array → array at width 3 -------------------------------------------------------------------
+
+/// A box of one array into a box of another, odd offsets on both sides, width 3: forward puts
+/// each lane's source tangent box into its destination tangent box; reverse adds each lane's
+/// destination shadow box into its source shadow box and zeroes the former to `+0.0`; nothing
+/// outside the boxes moves.
+fn array_to_array_lanes(
+    s: &Arc<CudaStream>,
+    (sext, sat): ((usize, usize, usize), (usize, usize, usize)),
+    (dext, dat): ((usize, usize, usize), (usize, usize, usize)),
+    shape: (usize, usize, usize),
+) {
+    const N: usize = 3;
+    let what = format!("{sext:?} at {sat:?} → {dext:?} at {dat:?}, {shape:?}");
+    let idx = |(w, h, _): (usize, usize, usize), (x0, y0, z0): (usize, usize, usize), x, y, z| {
+        (x0 + x) + w * ((y0 + y) + h * (z0 + z))
+    };
+    let pairs: Vec<(usize, usize)> = (0..shape.2)
+        .flat_map(|z| (0..shape.1).flat_map(move |y| (0..shape.0).map(move |x| (x, y, z))))
+        .map(|(x, y, z)| (idx(dext, dat, x, y, z), idx(sext, sat, x, y, z)))
+        .collect();
+    let (dn, sn) = (dext.0 * dext.1 * dext.2, sext.0 * sext.1 * sext.2);
+    let (w, h, d) = shape;
+    let src_vals = vals(sn, 121);
+    let src = array_from(s, sext, &src_vals);
+    let old = vals(dn, 122);
+    let mut want_dst = old.clone();
+    for &(di, si) in &pairs {
+        want_dst[di] = src_vals[si];
+    }
+    let svs: Vec<Vec<f32>> = (0..N).map(|k| marks(sn, 123 + k as u64)).collect();
+    let dvs: Vec<Vec<f32>> = (0..N).map(|k| marks(dn, 130 + k as u64)).collect();
+    // Forward.
+    let mut dst = array_from(s, dext, &old);
+    let mut ddst: Vec<_> = dvs.iter().map(|m| array_from(s, dext, m)).collect();
+    let mut dsrc: Vec<_> = svs.iter().map(|m| array_from(s, sext, m)).collect();
+    array_to_array_forward(
+        s,
+        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+        dat.0,
+        dat.1,
+        dat.2,
+        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        sat.0,
+        sat.1,
+        sat.2,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    assert_eq!(
+        bits(&dst.to_host(s).unwrap()),
+        bits(&want_dst),
+        "primal, {what}"
+    );
+    for k in 0..N {
+        let mut want = dvs[k].clone();
+        for &(di, si) in &pairs {
+            want[di] = svs[k][si];
+        }
+        assert_eq!(
+            bits(&ddst[k].to_host(s).unwrap()),
+            bits(&want),
+            "forward tangent (lane {k}), {what}"
+        );
+        assert_eq!(
+            bits(&dsrc[k].to_host(s).unwrap()),
+            bits(&svs[k]),
+            "the source tangent only read (lane {k}), {what}"
+        );
+    }
+    // Reverse.
+    let mut dst = array_from(s, dext, &old);
+    let mut ddst: Vec<_> = dvs.iter().map(|m| array_from(s, dext, m)).collect();
+    let mut dsrc: Vec<_> = svs.iter().map(|m| array_from(s, sext, m)).collect();
+    let t = array_to_array_augmented_primal(
+        s,
+        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+        dat.0,
+        dat.1,
+        dat.2,
+        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        sat.0,
+        sat.1,
+        sat.2,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    array_to_array_reverse(
+        t,
+        s,
+        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+        dat.0,
+        dat.1,
+        dat.2,
+        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        sat.0,
+        sat.1,
+        sat.2,
+        w,
+        h,
+        d,
+    )
+    .unwrap();
+    assert_eq!(
+        bits(&dst.to_host(s).unwrap()),
+        bits(&want_dst),
+        "primal, {what}"
+    );
+    for k in 0..N {
+        let mut want_s = svs[k].clone();
+        let mut want_d = dvs[k].clone();
+        for &(di, si) in &pairs {
+            want_s[si] = svs[k][si] + dvs[k][di];
+            want_d[di] = 0.0;
+        }
+        assert_eq!(
+            bits(&dsrc[k].to_host(s).unwrap()),
+            bits(&want_s),
+            "d_src[box] += d_dst[box], the rest untouched (lane {k}), {what}"
+        );
+        assert_eq!(
+            bits(&ddst[k].to_host(s).unwrap()),
+            bits(&want_d),
+            "d_dst[box] ← +0.0, the rest untouched (lane {k}), {what}"
+        );
+    }
+}
+
+/// Array → array at width 3 with odd offsets: 2-D into 2-D, a 1-D run into a row of a 2-D
+/// array, and a 3-D box into a 3-D array.
+#[test]
+#[ignore = "needs a GPU"]
+fn array_to_array_odd_offsets_width_3() {
+    let s = gpu();
+    array_to_array_lanes(
+        &s,
+        ((17, 11, 1), (5, 3, 0)),
+        ((13, 9, 1), (1, 4, 0)),
+        (7, 5, 1),
+    );
+    array_to_array_lanes(
+        &s,
+        ((41, 1, 1), (3, 0, 0)),
+        ((15, 6, 1), (5, 5, 0)),
+        (9, 1, 1),
+    );
+    array_to_array_lanes(
+        &s,
+        ((9, 7, 5), (1, 3, 1)),
+        ((7, 9, 6), (2, 1, 3)),
+        (5, 3, 3),
+    );
 }

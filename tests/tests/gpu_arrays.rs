@@ -2,11 +2,11 @@
 //! pooled linear memory, zeroed by a copy from a zero buffer). `#[ignore]`d: without a GPU they
 //! are reported skipped, never passed.
 
-use rules_runtime::cudarc::driver::CudaStream;
+use rules_runtime::cudarc::driver::{CudaStream, PinnedHostSlice, UnifiedSlice};
 use rules_runtime::memory::array::CudaArray;
 use rules_runtime::{
-    Error, On, Pitched, accumulate_and_zero_region, accumulate_region, accumulate_sum_region,
-    fill_region, restore_region, save_region, sum_region, zero_region,
+    Error, On, Pitched, ShadowMemory, accumulate_and_zero_region, accumulate_region,
+    accumulate_sum_region, fill_region, restore_region, save_region, sum_region, zero_region,
 };
 use std::sync::Arc;
 
@@ -185,4 +185,104 @@ fn arrays_with_arrays_fills_sums_and_restore() {
     assert_eq!(s.clone_dtoh(&v).unwrap(), [16.0]);
     restore_region(On::stream(&s), &mut a, r, &mut saved).unwrap();
     assert_eq!(a.to_host(&s).unwrap(), before);
+}
+
+/// The runtime's reverse of `x → array box → y` with the linear side in pinned (`alloc_pinned`)
+/// or unified (`alloc_unified`) memory, for a 2-D and a 3-D box at an offset, smaller than the
+/// array, the linear rows padded: `d_array[box] += dy; dy ← 0`, then `dx += d_array[box];
+/// d_array[box] ← 0`. `dx == 2x` exactly in the box, every padding element untouched, `dy`'s box
+/// `+0.0`, and the array shadow (its box starting at `-0.0`) reads back all `+0.0`.
+fn pinned_unified_case<L: ShadowMemory<Elem = f32>>(
+    s: &Arc<CudaStream>,
+    make: impl Fn(&[f32]) -> L,
+    read: impl Fn(&L) -> Vec<f32>,
+    kind: &str,
+) {
+    let cases = [
+        ((33, 17, 1), (3, 4, 0), (20, 9, 1)),
+        ((12, 10, 6), (1, 2, 3), (7, 5, 2)),
+    ];
+    for ((w, h, d), origin, (bw, bh, bd)) in cases {
+        let what = format!("{kind}, {w}x{h}x{d} at {origin:?}");
+        let n = w * h * d;
+        let arr = CudaArray::<f32>::new(s.context(), w, h, d).unwrap();
+        let r = arr.region(origin, (bw, bh, bd));
+        let inside_a: Vec<usize> = (0..bd)
+            .flat_map(|z| (0..bh).flat_map(move |y| (0..bw).map(move |x| (x, y, z))))
+            .map(|(x, y, z)| (origin.0 + x) + w * ((origin.1 + y) + h * (origin.2 + z)))
+            .collect();
+        // The linear side: rows `bw + 3` elements apart, `bh + 1` rows a slice, from element 2.
+        let lp = bw + 3;
+        let lr = Pitched::slices(2, bw, bh, bd, lp * 4, bh + 1);
+        let len = 2 + (bd - 1) * lp * (bh + 1) + (bh - 1) * lp + bw + 1;
+        let inside_l: Vec<usize> = (0..bd)
+            .flat_map(|z| (0..bh).flat_map(move |y| (0..bw).map(move |x| (x, y, z))))
+            .map(|(x, y, z)| 2 + x + lp * y + lp * (bh + 1) * z)
+            .collect();
+        let x = ramp(len, -1.5);
+        for width in [1usize, 3] {
+            for k in 0..width {
+                let scale = 2.0 * (k + 1) as f32;
+                let mut start = vec![0.0f32; n];
+                for &i in &inside_a {
+                    start[i] = -0.0;
+                }
+                let mut da = CudaArray::<f32>::new(s.context(), w, h, d).unwrap();
+                da.copy_from_host(s, &start).unwrap();
+                let mut dy0 = vec![-3.25f32; len];
+                let mut dx0 = vec![5.25f32; len];
+                for &j in &inside_l {
+                    dy0[j] = scale * x[j];
+                    dx0[j] = 0.0;
+                }
+                let (mut dy, mut dx) = (make(&dy0), make(&dx0));
+                accumulate_and_zero_region(On::stream(s), &mut da, r, &mut dy, lr).unwrap();
+                accumulate_and_zero_region(On::stream(s), &mut dx, lr, &mut da, r).unwrap();
+                s.synchronize().unwrap();
+                let (gx, gy) = (read(&dx), read(&dy));
+                let mut want_x = dx0.clone();
+                let mut want_y = dy0.clone();
+                for &j in &inside_l {
+                    want_x[j] = scale * x[j];
+                    want_y[j] = 0.0;
+                }
+                let b = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(b(&gx), b(&want_x), "dx == 2x (lane {k}), {what}");
+                assert_eq!(b(&gy), b(&want_y), "dy's box +0.0 (lane {k}), {what}");
+                assert!(
+                    da.to_host(s).unwrap().iter().all(|v| v.to_bits() == 0),
+                    "array shadow all +0.0 (lane {k}), {what}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_and_unified_round_trip_through_array_boxes() {
+    let s = gpu();
+    pinned_unified_case(
+        &s,
+        |v| {
+            // SAFETY: every element is written before it is read.
+            let mut p: PinnedHostSlice<f32> = unsafe { s.context().alloc_pinned(v.len()) }.unwrap();
+            p.as_mut_slice().unwrap().copy_from_slice(v);
+            p
+        },
+        |p| p.as_slice().unwrap().to_vec(),
+        "pinned",
+    );
+    pinned_unified_case(
+        &s,
+        |v| {
+            // SAFETY: as above.
+            let mut u: UnifiedSlice<f32> =
+                unsafe { s.context().alloc_unified(v.len(), true) }.unwrap();
+            u.as_mut_slice().unwrap().copy_from_slice(v);
+            u
+        },
+        |u| u.as_slice().unwrap().to_vec(),
+        "unified",
+    );
 }
