@@ -4,7 +4,7 @@
 //! through the generated rules. `#[ignore]`d: without a GPU they are reported skipped, never
 //! passed.
 
-use rules_runtime::cudarc::driver::{CudaStream, DeviceRepr};
+use rules_runtime::cudarc::driver::{CudaStream, DeviceRepr, PinnedHostSlice};
 use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_zero};
 use rules_tests::{add, ramp};
 use std::sync::Arc;
@@ -135,4 +135,161 @@ fn seed_round_trip_through_pageable_memory_at_pipeline_sizes() {
         zeroed(&s.clone_dtoh(&dd).unwrap()),
         "the device shadow is +0.0"
     );
+}
+
+fn pinned_from<T: Differentiable + DeviceRepr + rules_runtime::cudarc::driver::ValidAsZeroBits>(
+    s: &Arc<CudaStream>,
+    v: &[T],
+) -> PinnedHostSlice<T> {
+    // SAFETY: written whole before any read.
+    let mut p = unsafe { s.context().alloc_pinned::<T>(v.len()) }.unwrap();
+    p.as_mut_slice().unwrap().copy_from_slice(v);
+    p
+}
+
+/// The page-locked routes at pipeline sizes (the host zeroes or adds its side), and below them
+/// (one kernel through mapped memory), against the host's own sums.
+fn pinned_exact<T>(s: &Arc<CudaStream>, n: usize)
+where
+    T: Differentiable + DeviceRepr + Default + rules_runtime::cudarc::driver::ValidAsZeroBits,
+{
+    let on = On::stream(s);
+    let a = ramp::<T>(n, 1.0);
+    let b = ramp::<T>(n, -3.0);
+    let want = add(&a, &b);
+    let what = format!("{} n = {n}", T::DTYPE.name());
+
+    // device += pinned; pinned ← 0 (the reverse of a device → pinned copy).
+    let mut d = s.clone_htod(&a).unwrap();
+    let mut p = pinned_from(s, &b);
+    accumulate_and_zero(on, &mut d, &mut p).unwrap();
+    assert!(
+        s.clone_dtoh(&d).unwrap() == want,
+        "device += pinned; 0, {what}"
+    );
+    assert!(
+        zeroed(p.as_slice().unwrap()),
+        "the pinned source is +0.0, {what}"
+    );
+
+    // pinned += device; device ← 0 (the reverse of a pinned → device copy).
+    let mut p = pinned_from(s, &a);
+    let mut d = s.clone_htod(&b).unwrap();
+    accumulate_and_zero(on, &mut p, &mut d).unwrap();
+    assert!(
+        p.as_slice().unwrap() == &want[..],
+        "pinned += device; 0, {what}"
+    );
+    assert!(
+        zeroed(&s.clone_dtoh(&d).unwrap()),
+        "the device source is +0.0, {what}"
+    );
+
+    // pinned += device, the source kept.
+    let mut p = pinned_from(s, &a);
+    let d = s.clone_htod(&b).unwrap();
+    accumulate(on, &mut p, &d).unwrap();
+    assert!(
+        p.as_slice().unwrap() == &want[..],
+        "pinned += device, {what}"
+    );
+    assert!(
+        s.clone_dtoh(&d).unwrap() == b,
+        "the source is read only, {what}"
+    );
+
+    // pinned += pinned; pinned ← 0.
+    let mut p = pinned_from(s, &a);
+    let mut q = pinned_from(s, &b);
+    accumulate_and_zero(on, &mut p, &mut q).unwrap();
+    assert!(
+        p.as_slice().unwrap() == &want[..],
+        "pinned += pinned; 0, {what}"
+    );
+    assert!(
+        zeroed(q.as_slice().unwrap()),
+        "the pinned source is +0.0, {what}"
+    );
+
+    // unified += pinned; pinned ← 0.
+    // SAFETY: written whole before any read.
+    let mut u = unsafe { s.context().alloc_unified::<T>(n, true) }.unwrap();
+    u.as_mut_slice().unwrap().copy_from_slice(&a);
+    let mut p = pinned_from(s, &b);
+    accumulate_and_zero(on, &mut u, &mut p).unwrap();
+    assert!(
+        u.as_slice().unwrap() == &want[..],
+        "unified += pinned; 0, {what}"
+    );
+    assert!(
+        zeroed(p.as_slice().unwrap()),
+        "the pinned source is +0.0, {what}"
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_routes_are_exact_above_and_below_the_pipeline_threshold() {
+    let s = gpu();
+    for n in [(4 << 20) + 3, 16 << 20, (20 << 20) + 5, (2 << 20) - 1, 1000] {
+        pinned_exact::<f32>(&s, n);
+    }
+    pinned_exact::<f64>(&s, (5 << 20) + 1);
+    pinned_exact::<half::bf16>(&s, (9 << 20) + 7);
+}
+
+/// Work queued before the call that writes a pinned shadow is waited for before the host zeroes
+/// or adds it: a device → pinned copy enqueued just before the reverse.
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_host_share_waits_for_work_queued_before_it() {
+    let s = gpu();
+    let on = On::stream(&s);
+    let n = 12 << 20;
+    let a = ramp::<f32>(n, 2.0);
+    let b = ramp::<f32>(n, -1.0);
+    let src = s.clone_htod(&b).unwrap();
+    let mut d = s.clone_htod(&a).unwrap();
+    let mut p = pinned_from(&s, &vec![0.0f32; n]);
+    s.memcpy_dtoh(&src, &mut p).unwrap(); // not finished when the next call starts
+    accumulate_and_zero(on, &mut d, &mut p).unwrap();
+    assert!(
+        s.clone_dtoh(&d).unwrap() == add(&a, &b),
+        "device += the copied values"
+    );
+    assert!(zeroed(p.as_slice().unwrap()));
+}
+
+/// A large pinned reverse inside a graph capture keeps the one-kernel device route (the host
+/// cannot take its share in a graph) and replays exactly.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_large_pinned_reverse_is_captured_as_device_work() {
+    let ctx = rules_runtime::cuda::context(0).unwrap();
+    // SAFETY: everything here runs on this one stream.
+    unsafe { ctx.disable_event_tracking() };
+    let s = ctx.new_stream().unwrap();
+    let on = On::stream(&s);
+    let n = 4 << 20;
+    let a = ramp::<f32>(n, 0.5);
+    let mut d = s.alloc_zeros::<f32>(n).unwrap();
+    let mut p = pinned_from(&s, &a);
+    accumulate_and_zero(on, &mut d, &mut p).unwrap(); // kernels loaded, d = a, p = 0
+    s.synchronize().unwrap();
+    let mode =
+        rules_runtime::cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+    s.begin_capture(mode).unwrap();
+    accumulate_and_zero(on, &mut d, &mut p).unwrap();
+    let graph = s
+        .end_capture(rules_runtime::cudarc::driver::sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a graph");
+    for round in 1..=3 {
+        p.as_mut_slice().unwrap().copy_from_slice(&a);
+        graph.launch().unwrap();
+        s.synchronize().unwrap();
+        let want: Vec<f32> = a.iter().map(|v| v * (round + 1) as f32).collect();
+        assert!(s.clone_dtoh(&d).unwrap() == want, "replay {round}");
+        assert!(zeroed(p.as_slice().unwrap()), "replay {round}");
+    }
 }

@@ -119,6 +119,16 @@ impl DeviceAddr<'_> {
     pub(crate) fn addr(&self) -> u64 {
         self.addr
     }
+
+    /// The address, without cudarc's guard: the work enqueued on it is not recorded on the
+    /// buffer. Only for callers that wait for all of that work before returning.
+    pub(crate) fn unguarded(self) -> u64 {
+        if let Some(guard) = self._sync {
+            // The guard holds references only: nothing leaks.
+            core::mem::forget(guard);
+        }
+        self.addr
+    }
 }
 
 impl<'a> DeviceAddr<'a> {

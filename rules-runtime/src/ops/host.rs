@@ -171,3 +171,29 @@ where
 pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
     par::add(acc, src);
 }
+
+/// `acc += src; src ← 0` with `acc` device-reachable and `src` large page-locked memory: see
+/// [`pipeline::take_pinned`].
+pub(super) fn take_pinned<A, B>(
+    s: &CudaStream,
+    op: Op,
+    n: usize,
+    acc: &mut A,
+    src: &mut B,
+) -> Result<()>
+where
+    A: ShadowMemory + ?Sized,
+    B: ShadowMemory<Elem = A::Elem> + ?Sized,
+{
+    let (acc_kind, src_kind) = (acc.kind(), src.kind());
+    let no_address = || unsupported(op, acc_kind, src_kind, "no device address");
+    let a = acc.device_mut(s).ok_or_else(no_address)?;
+    // The source's device address, ordered after its pending work; the work enqueued on it here
+    // is waited for before returning, so its guard (which would record that work on the buffer,
+    // and make the host view below wait for all of it) is not kept.
+    let from = src.device_mut(s).ok_or_else(no_address)?.unguarded();
+    let h = host_of_mut(op, src, n)?;
+    // SAFETY: `a` and `from` hold `n` elements ordered on `s`, disjoint (checked when planned);
+    // `h` is the same page-locked memory as `from`, seen from the host.
+    unsafe { pipeline::take_pinned(s, a.addr(), from, h) }
+}

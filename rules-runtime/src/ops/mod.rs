@@ -183,6 +183,9 @@ pub(crate) enum Route<'s> {
     /// A host-only accumulator and a device-reachable source: the source is staged into pooled
     /// pinned memory and added on the host.
     StageOut { stream: StreamRef<'s> },
+    /// A device-reachable accumulator and a large page-locked source taken: the kernel reads the
+    /// source in place and the host zeroes it, chunk by chunk.
+    TakePinned { stream: StreamRef<'s> },
     /// A device operand on another context than the stream's.
     Cross(Box<cross::Cross<'s>>),
 }
@@ -204,6 +207,7 @@ pub(crate) struct Operand<'m> {
     home: Option<&'m Arc<CudaStream>>,
     ctx: Option<&'m Arc<CudaContext>>,
     region: Option<Region>,
+    elem_size: usize,
 }
 
 impl<'m> Operand<'m> {
@@ -214,6 +218,7 @@ impl<'m> Operand<'m> {
             home: m.home_stream(),
             ctx: m.context(),
             region: with_region.then(|| m.region()),
+            elem_size: size_of::<M::Elem>(),
         }
     }
 }
@@ -243,7 +248,7 @@ where
         }
         None => core::slice::from_ref(&a),
     };
-    plan_with(stream_for(on, ops)?, op, ops, acc, src)
+    plan_with(stream_for(on, ops)?, op, ops, acc, src)?.host_share(ops)
 }
 
 /// [`plan`] once the stream is known (`None`: no device memory, no stream named).
@@ -305,7 +310,8 @@ fn refuse_in_capture(op: Op, route: &Route<'_>) -> Result<()> {
     let s: &CudaStream = match route {
         Route::Host { after: Some(s) }
         | Route::StageIn { stream: s }
-        | Route::StageOut { stream: s } => s,
+        | Route::StageOut { stream: s }
+        | Route::TakePinned { stream: s } => s,
         Route::Cross(c) => c.stream(),
         Route::Nothing | Route::Host { after: None } | Route::Device { .. } => return Ok(()),
     };
@@ -364,6 +370,44 @@ fn local_route<'s>(stream: StreamRef<'s>, ops: &[Operand<'_>]) -> Result<Route<'
 }
 
 impl Plan<'_> {
+    /// A whole-buffer operation of at least [`pipeline::MIN_BYTES`] on page-locked memory, outside
+    /// a graph capture, gives the host its share instead of a second pass over the link: the host
+    /// zeroes a pinned source ([`Route::TakePinned`]), adds into a pinned accumulator
+    /// ([`Route::StageOut`]), or does everything when both are pinned ([`Route::Host`]). Each
+    /// returns once the host's share is done. Region operations keep the device route.
+    fn host_share(mut self, ops: &[Operand<'_>]) -> Result<Self> {
+        let Route::Device { stream } = &self.route else {
+            return Ok(self);
+        };
+        let (Some(a), Some(b)) = (ops.first(), ops.get(1)) else {
+            return Ok(self);
+        };
+        let elem = a.elem_size;
+        if self.n.saturating_mul(elem) < pipeline::MIN_BYTES {
+            return Ok(self);
+        }
+        use MemoryKind::{Device, Pinned, Unified};
+        let share = match (a.kind, b.kind, self.op) {
+            (Pinned, Pinned, _) => 0,
+            (Device | Unified, Pinned, Op::AccumulateAndZero) => 1,
+            (Pinned, Device | Unified, _) => 2,
+            _ => return Ok(self),
+        };
+        // A capture records device work only: the one-kernel route stays.
+        if capturing(stream)? {
+            return Ok(self);
+        }
+        let stream = stream.clone();
+        self.route = match share {
+            0 => Route::Host {
+                after: Some(stream),
+            },
+            1 => Route::TakePinned { stream },
+            _ => Route::StageOut { stream },
+        };
+        Ok(self)
+    }
+
     /// Runs the planned operation on the buffers it was planned for.
     pub(crate) fn run<A, B>(self, acc: &mut A, src: Source<'_, B>) -> Result<()>
     where
@@ -383,6 +427,10 @@ impl Plan<'_> {
             Route::Device { stream } => on_device(&stream, op, n, acc, src),
             Route::StageIn { stream } => host::stage_in(&stream, op, n, acc, src),
             Route::StageOut { stream } => host::stage_out(&stream, op, n, acc, src),
+            Route::TakePinned { stream } => match src {
+                Source::Take(b) => host::take_pinned(&stream, op, n, acc, b),
+                _ => unreachable!("planned for a taken source only"),
+            },
             Route::Cross(c) => c.run(acc, src),
         }
     }

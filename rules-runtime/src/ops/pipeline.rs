@@ -22,6 +22,10 @@ pub(super) const MIN_BYTES: usize = 8 << 20;
 /// Bytes per chunk: a multiple of every element size.
 const CHUNK_BYTES: usize = 16 << 20;
 
+/// Bytes per chunk of [`stage_out`], whose host share (an add: two reads and a write per element)
+/// is the heavier one: larger chunks amortise the per-chunk wait.
+const OUT_CHUNK_BYTES: usize = 32 << 20;
+
 fn events<const K: usize>(s: &CudaStream) -> Result<[CudaEvent; K]> {
     let flags = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
     let mut v = Vec::with_capacity(K);
@@ -36,14 +40,14 @@ fn events<const K: usize>(s: &CudaStream) -> Result<[CudaEvent; K]> {
         .unwrap_or_else(|_| unreachable!("K events were made")))
 }
 
-/// The `k`-th slot of `slots` as `len` elements.
+/// The slot `at` bytes into `slots`, as `len` elements.
 ///
 /// # Safety
-/// `slots` is pinned host memory of at least `(k + 1) * CHUNK_BYTES` bytes, `len * size_of::<T>()
-/// <= CHUNK_BYTES`, and nothing else (host or device) touches the slot while the slice lives.
+/// `slots` is pinned host memory of at least `at + len * size_of::<T>()` bytes, `at` is a
+/// multiple of 16, and nothing else (host or device) touches the slot while the slice lives.
 #[allow(clippy::mut_from_ref)] // the lease is the allocation; the caller guarantees exclusivity
-unsafe fn slot<'a, T>(slots: &'a Lease<'_>, k: usize, len: usize) -> &'a mut [T] {
-    let p = (slots.ptr() as usize + k * CHUNK_BYTES) as *mut T;
+unsafe fn slot<'a, T>(slots: &'a Lease<'_>, at: usize, len: usize) -> &'a mut [T] {
+    let p = (slots.ptr() as usize + at) as *mut T;
     // SAFETY: by the caller's contract; page-aligned chunks are aligned for every element type.
     unsafe { core::slice::from_raw_parts_mut(p, len) }
 }
@@ -75,7 +79,7 @@ pub(super) unsafe fn stage_in<T: Differentiable>(
                 .map_err(driver("cuEventSynchronize (staging pipeline)"))?;
         }
         // SAFETY: the slot's last reader (the kernel of chunk c - SLOTS) has completed.
-        par::copy(unsafe { slot(&slots, k, chunk.len()) }, chunk);
+        par::copy(unsafe { slot(&slots, k * CHUNK_BYTES, chunk.len()) }, chunk);
         let at = acc + (c * CHUNK_BYTES) as u64;
         let from = slots.ptr() + (k * CHUNK_BYTES) as u64;
         // SAFETY: `at` holds the chunk's elements by the caller's contract; the slot holds them
@@ -100,15 +104,15 @@ pub(super) unsafe fn stage_out<T: Differentiable>(
     src: u64,
 ) -> Result<()> {
     const SLOTS: usize = 2;
-    let per = CHUNK_BYTES / size_of::<T>();
+    let per = OUT_CHUNK_BYTES / size_of::<T>();
     let n = acc.len();
-    let slots = Lease::new(Memory::PinnedHost, SLOTS * CHUNK_BYTES, s, s)?;
+    let slots = Lease::new(Memory::PinnedHost, SLOTS * OUT_CHUNK_BYTES, s, s)?;
     let landed: [CudaEvent; SLOTS] = events(s)?;
     let enqueue = |c: usize| -> Result<()> {
         let len = per.min(n - c * per);
-        let to = (slots.ptr() as usize + (c % SLOTS) * CHUNK_BYTES) as *mut u8;
-        let from = src + (c * CHUNK_BYTES) as u64;
-        // SAFETY: the slot holds CHUNK_BYTES of pinned memory, no longer read by the host (its
+        let to = (slots.ptr() as usize + (c % SLOTS) * OUT_CHUNK_BYTES) as *mut u8;
+        let from = src + (c * OUT_CHUNK_BYTES) as u64;
+        // SAFETY: the slot holds OUT_CHUNK_BYTES of pinned memory, no longer read by the host (its
         // previous chunk was added before this is enqueued); `from` holds `len` elements.
         unsafe { kernels::copy_dtoh(s, to, from, len * size_of::<T>())? };
         landed[c % SLOTS]
@@ -128,7 +132,70 @@ pub(super) unsafe fn stage_out<T: Differentiable>(
             .map_err(driver("cuEventSynchronize (staging pipeline)"))?;
         // SAFETY: the copy into the slot has completed and the next one into it is enqueued only
         // after this add.
-        par::add(a, unsafe { slot(&slots, c % SLOTS, a.len()) });
+        par::add(a, unsafe {
+            slot(&slots, (c % SLOTS) * OUT_CHUNK_BYTES, a.len())
+        });
     }
     Ok(())
+}
+
+/// `acc += src; src ← 0` for a large page-locked `src`: the accumulate kernel reads `src` in place
+/// over the link, chunk by chunk, and the host's threads zero each chunk once the kernel that read
+/// it has completed, instead of a second pass over the link writing zeros. Returns once `src` is
+/// zero. If a launch fails, the chunks already enqueued are still finished (added and zeroed):
+/// every chunk is either moved whole or left as it was.
+///
+/// # Safety
+/// `acc` holds `src.len()` elements of device-reachable memory ordered on `s`, disjoint from
+/// `src`; `src_dev` is the device address of `src`'s elements, with the work pending on them
+/// ordered before `s`'s next work.
+pub(super) unsafe fn take_pinned<T: Differentiable>(
+    s: &CudaStream,
+    acc: u64,
+    src_dev: u64,
+    src: &mut [T],
+) -> Result<()> {
+    /// Chunks in flight on the device while the host zeroes the oldest.
+    const AHEAD: usize = 4;
+    let per = CHUNK_BYTES / size_of::<T>();
+    let n = src.len();
+    let chunks = n.div_ceil(per);
+    let read: [CudaEvent; AHEAD] = events(s)?;
+    let enqueue = |c: usize| -> Result<()> {
+        let len = per.min(n - c * per);
+        let off = (c * CHUNK_BYTES) as u64;
+        // SAFETY: both hold the chunk's `len` elements by the caller's contract.
+        unsafe { kernels::accumulate(s, T::DTYPE, acc + off, src_dev + off, len, false)? };
+        read[c % AHEAD]
+            .record(s)
+            .map_err(driver("cuEventRecord (pinned pipeline)"))
+    };
+    let mut enqueued = 0;
+    let mut failed = None;
+    while enqueued < chunks.min(AHEAD) {
+        if let Err(e) = enqueue(enqueued) {
+            failed = Some(e);
+            break;
+        }
+        enqueued += 1;
+    }
+    // Chunk `c` is zeroed once its kernel has completed; the next chunk is enqueued first, so the
+    // device always has work while the host zeroes.
+    let mut parts = src.chunks_mut(per);
+    for c in 0..chunks {
+        if c >= enqueued {
+            break;
+        }
+        read[c % AHEAD]
+            .synchronize()
+            .map_err(driver("cuEventSynchronize (pinned pipeline)"))?;
+        if failed.is_none() && enqueued < chunks {
+            match enqueue(enqueued) {
+                Ok(()) => enqueued += 1,
+                Err(e) => failed = Some(e),
+            }
+        }
+        par::zero(parts.next().expect("one part per chunk"));
+    }
+    failed.map_or(Ok(()), Err)
 }

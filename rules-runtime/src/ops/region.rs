@@ -163,7 +163,8 @@ where
             sync(after.as_deref())?;
             host_pair(op, acc, sa, src, sb, &ra, same, buffers_overlap)
         }
-        Route::Device { stream } => {
+        // The pinned route is planned for whole buffers only; a box keeps the device route.
+        Route::Device { stream } | Route::TakePinned { stream } => {
             let mut src = src;
             let pb = match &mut src {
                 Source::Read(b) => b.device(&stream).map(|d| d.addr()),

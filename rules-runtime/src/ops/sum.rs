@@ -168,7 +168,8 @@ where
             h[0] = A::Elem::add(h[0], total);
             Ok(())
         }
-        Route::Device { stream } => {
+        // The pinned route is planned for whole buffers only; a box keeps the device route.
+        Route::Device { stream } | Route::TakePinned { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
                 return Err(crate::Error::Capturing { op: "sum_region" });
