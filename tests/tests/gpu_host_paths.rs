@@ -293,3 +293,38 @@ fn a_large_pinned_reverse_is_captured_as_device_work() {
         assert!(zeroed(p.as_slice().unwrap()), "replay {round}");
     }
 }
+
+/// The split reverse in device memory at sizes where its zeroing is the streaming-store kernel
+/// (128 MiB per operand and up), also on views that start mid-vector and end mid-vector.
+#[test]
+#[ignore = "needs a GPU"]
+fn large_device_reverse_zeroes_with_streaming_stores_exactly() {
+    let s = gpu();
+    let on = On::stream(&s);
+    let n = (32 << 20) + 11;
+    let a = ramp::<f32>(n, 1.0);
+    let b = ramp::<f32>(n, -2.0);
+    let mut d = s.clone_htod(&a).unwrap();
+    let mut e = s.clone_htod(&b).unwrap();
+    accumulate_and_zero(on, &mut d, &mut e).unwrap();
+    assert!(s.clone_dtoh(&d).unwrap() == add(&a, &b), "whole buffers");
+    assert!(zeroed(&s.clone_dtoh(&e).unwrap()), "whole source zeroed");
+
+    // Views one element in and two short of the end, both sides: a head and a tail around the
+    // vectors; the elements outside the views stay as they were.
+    let mut d = s.clone_htod(&a).unwrap();
+    let mut e = s.clone_htod(&b).unwrap();
+    {
+        let mut dv = d.slice_mut(1..n - 2);
+        let mut ev = e.slice_mut(1..n - 2);
+        accumulate_and_zero(on, &mut dv, &mut ev).unwrap();
+    }
+    let (d, e) = (s.clone_dtoh(&d).unwrap(), s.clone_dtoh(&e).unwrap());
+    let sum = add(&a, &b);
+    assert!(d[1..n - 2] == sum[1..n - 2] && d[0] == a[0] && d[n - 2..] == a[n - 2..]);
+    assert!(zeroed(&e[1..n - 2]), "the view is zeroed");
+    assert!(
+        e[0] == b[0] && e[n - 2..] == b[n - 2..],
+        "nothing outside the view"
+    );
+}

@@ -133,6 +133,39 @@ pub(crate) unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result
     r.result().map_err(driver("cuMemsetAsync"))
 }
 
+/// Sets `bytes` bytes at device address `ptr` to zero on `stream` with a kernel of 16-byte
+/// streaming stores (`zero_streaming`), which follows the accumulate kernel faster than
+/// [`zero`]'s driver memset does for large operands.
+///
+/// # Safety
+/// As for [`zero`].
+pub(crate) unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let loaded = pool::kernels(stream.context())?;
+    let blocks = (bytes as u64)
+        .div_ceil(16)
+        .div_ceil(u64::from(THREADS))
+        .clamp(1, MAX_BLOCKS);
+    let (mut p, mut b) = (ptr, bytes as u64);
+    let mut params: [*mut core::ffi::c_void; 2] = [(&raw mut p).cast(), (&raw mut b).cast()];
+    bind(stream)?;
+    // SAFETY: `params` matches the kernel's signature (ptr, u64) and outlives the call; the range
+    // is valid on `stream` by the caller's contract.
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            loaded.zero_streaming,
+            (blocks as u32, 1, 1),
+            (THREADS, 1, 1),
+            0,
+            stream.cu_stream(),
+            &mut params,
+        )
+    }
+    .map_err(driver("cuLaunchKernel (zero_streaming)"))
+}
+
 /// Copies `bytes` bytes from host `src` to device `dst` on `stream`.
 ///
 /// # Safety

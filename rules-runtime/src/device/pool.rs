@@ -60,6 +60,8 @@ pub(crate) struct Kernels {
     pub(crate) accumulate: [sys::CUfunction; 4],
     /// `accumulate_and_zero_*`, indexed likewise.
     pub(crate) fused: [sys::CUfunction; 4],
+    /// `zero_streaming`.
+    pub(crate) zero_streaming: sys::CUfunction,
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) empty: sys::CUfunction,
     /// `region_accumulate_*` (scalar) and `region_accumulate_v_*` (16-byte vectors), indexed
@@ -308,6 +310,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         accumulate[i] = function(format!("accumulate_{name}"))?;
         fused[i] = function(format!("accumulate_and_zero_{name}"))?;
     }
+    let zero_streaming = function("zero_streaming".into())?;
     let empty = function("empty_kernel".into())?;
     let mut region = [[core::ptr::null_mut(); 4]; 2];
     for (i, name) in super::kernels::REALS.iter().enumerate() {
@@ -330,6 +333,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     Ok(Kernels {
         accumulate,
         fused,
+        zero_streaming,
         empty,
         region,
         fill,

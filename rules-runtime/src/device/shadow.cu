@@ -129,6 +129,21 @@ SHADOW_KERNELS(f64, F64)
 SHADOW_KERNELS(f16, F16)
 SHADOW_KERNELS(bf16, BF16)
 
+// `bytes` bytes at `p` set to zero with 16-byte streaming stores: the zeroing half of the split
+// accumulate-and-zero for large operands, where it measured faster than the driver's memset right
+// after the accumulate kernel (docs/performance.md).
+extern "C" __global__ void zero_streaming(unsigned char* p, u64 bytes) {
+    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 head = (16 - ((u64)p & 15)) & 15;
+    if (head > bytes) head = bytes;
+    if (tid < head) p[tid] = 0;
+    const u64 nv = (bytes - head) / 16;
+    uint4* v = reinterpret_cast<uint4*>(p + head);
+    for (u64 i = tid; i < nv; i += stride) __stcs(v + i, make_uint4(0, 0, 0, 0));
+    for (u64 i = head + nv * 16 + tid; i < bytes; i += stride) p[i] = 0;
+}
+
 // An empty kernel: the launch-overhead ceiling the benchmark compares small accumulations with.
 extern "C" __global__ void empty_kernel() {}
 

@@ -114,6 +114,11 @@ where
 /// mixes reads and writes (measurements in the README).
 pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
 
+/// Per-operand size from which the zeroing half of that split is a kernel of streaming stores
+/// instead of the driver's memset: right after the accumulate kernel it was the faster of the two
+/// from 128 MiB, and the slower at 32-64 MiB (docs/performance.md).
+pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
+
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -483,7 +488,11 @@ where
                 if bytes >= FUSED_SPLIT_BYTES && in_device_memory =>
             {
                 kernels::accumulate(s, dtype, pa, pb, n, false)?;
-                kernels::zero(s, pb, bytes)
+                if bytes >= STREAMING_ZERO_BYTES {
+                    kernels::zero_streaming(s, pb, bytes)
+                } else {
+                    kernels::zero(s, pb, bytes)
+                }
             }
             (Overlap::Disjoint, Op::AccumulateAndZero) => {
                 kernels::accumulate(s, dtype, pa, pb, n, true)
