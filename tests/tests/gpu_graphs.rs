@@ -8,6 +8,15 @@ use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{Duplicated, Error, MemoryKind, On, accumulate, derivative_rule, zero};
 use std::sync::Arc;
 
+/// The tests of this file run one at a time: a capture in the global mode makes the driver refuse
+/// other threads' allocations and synchronous calls (and invalidates the capture), so a test
+/// running beside a capture would break it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A stream of its own (the context's default, legacy stream cannot be captured), with cudarc's
 /// event tracking off, as cudarc requires for capture: with it on, every buffer use waits on an
 /// event recorded before the capture, which the driver refuses as a dependency on uncaptured work.
@@ -67,6 +76,7 @@ fn inputs(round: usize, n: usize) -> Vec<f32> {
 #[test]
 #[ignore = "needs a GPU"]
 fn seed_round_trip_captured_in_a_graph_and_replayed() {
+    let _one = serial();
     let s = gpu();
     let n = 1 << 16;
     let mut x = s.clone_htod(&inputs(0, n)).unwrap();
@@ -146,6 +156,7 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
 #[test]
 #[ignore = "needs a GPU"]
 fn a_host_route_during_capture_is_a_typed_error_and_the_capture_survives() {
+    let _one = serial();
     let s = gpu();
     let n = 1024;
     let x = s.clone_htod(&inputs(3, n)).unwrap();
@@ -211,6 +222,7 @@ unsafe fn raw(p: *mut f32, n: usize) -> RawShadow<f32> {
 #[test]
 #[ignore = "needs a GPU"]
 fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
+    let _one = serial();
     let s = gpu();
     let n = 1 << 12;
     let mut x = s.clone_htod(&inputs(0, n)).unwrap();

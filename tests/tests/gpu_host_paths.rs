@@ -9,6 +9,14 @@ use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_z
 use rules_tests::{add, ramp};
 use std::sync::Arc;
 
+/// The tests of this file run one at a time: one of them captures a graph in the global mode,
+/// during which the driver refuses other threads' allocations and synchronous calls.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn gpu() -> Arc<CudaStream> {
     rules_runtime::cuda::context(0)
         .unwrap_or_else(|e| {
@@ -74,6 +82,7 @@ fn staged_exact<T: Differentiable + DeviceRepr + Default>(s: &Arc<CudaStream>, n
 #[test]
 #[ignore = "needs a GPU"]
 fn staged_pipelines_are_exact_for_every_chunking() {
+    let _one = serial();
     let s = gpu();
     // 16 MiB chunks: one chunk and a tail, whole chunks, more chunks than slots, and just below
     // the pipeline's threshold.
@@ -90,6 +99,7 @@ fn staged_pipelines_are_exact_for_every_chunking() {
 #[test]
 #[ignore = "needs a GPU"]
 fn seed_round_trip_through_pageable_memory_at_pipeline_sizes() {
+    let _one = serial();
     let s = gpu();
     let n = (6 << 20) + 1;
     let x = ramp::<f32>(n, -8.0);
@@ -163,6 +173,7 @@ where
     let mut d = s.clone_htod(&a).unwrap();
     let mut p = pinned_from(s, &b);
     accumulate_and_zero(on, &mut d, &mut p).unwrap();
+    s.synchronize().unwrap(); // the host reads below: cudarc's events may be off
     assert!(
         s.clone_dtoh(&d).unwrap() == want,
         "device += pinned; 0, {what}"
@@ -176,6 +187,7 @@ where
     let mut p = pinned_from(s, &a);
     let mut d = s.clone_htod(&b).unwrap();
     accumulate_and_zero(on, &mut p, &mut d).unwrap();
+    s.synchronize().unwrap(); // the host reads below: cudarc's events may be off
     assert!(
         p.as_slice().unwrap() == &want[..],
         "pinned += device; 0, {what}"
@@ -189,6 +201,7 @@ where
     let mut p = pinned_from(s, &a);
     let d = s.clone_htod(&b).unwrap();
     accumulate(on, &mut p, &d).unwrap();
+    s.synchronize().unwrap(); // the host reads below: cudarc's events may be off
     assert!(
         p.as_slice().unwrap() == &want[..],
         "pinned += device, {what}"
@@ -202,6 +215,7 @@ where
     let mut p = pinned_from(s, &a);
     let mut q = pinned_from(s, &b);
     accumulate_and_zero(on, &mut p, &mut q).unwrap();
+    s.synchronize().unwrap(); // the host reads below: cudarc's events may be off
     assert!(
         p.as_slice().unwrap() == &want[..],
         "pinned += pinned; 0, {what}"
@@ -217,6 +231,7 @@ where
     u.as_mut_slice().unwrap().copy_from_slice(&a);
     let mut p = pinned_from(s, &b);
     accumulate_and_zero(on, &mut u, &mut p).unwrap();
+    s.synchronize().unwrap(); // the host reads below: cudarc's events may be off
     assert!(
         u.as_slice().unwrap() == &want[..],
         "unified += pinned; 0, {what}"
@@ -230,6 +245,7 @@ where
 #[test]
 #[ignore = "needs a GPU"]
 fn pinned_routes_are_exact_above_and_below_the_pipeline_threshold() {
+    let _one = serial();
     let s = gpu();
     for n in [(4 << 20) + 3, 16 << 20, (20 << 20) + 5, (2 << 20) - 1, 1000] {
         pinned_exact::<f32>(&s, n);
@@ -243,6 +259,7 @@ fn pinned_routes_are_exact_above_and_below_the_pipeline_threshold() {
 #[test]
 #[ignore = "needs a GPU"]
 fn pinned_host_share_waits_for_work_queued_before_it() {
+    let _one = serial();
     let s = gpu();
     let on = On::stream(&s);
     let n = 12 << 20;
@@ -265,6 +282,7 @@ fn pinned_host_share_waits_for_work_queued_before_it() {
 #[test]
 #[ignore = "needs a GPU"]
 fn a_large_pinned_reverse_is_captured_as_device_work() {
+    let _one = serial();
     let ctx = rules_runtime::cuda::context(0).unwrap();
     // SAFETY: everything here runs on this one stream.
     unsafe { ctx.disable_event_tracking() };
@@ -299,6 +317,7 @@ fn a_large_pinned_reverse_is_captured_as_device_work() {
 #[test]
 #[ignore = "needs a GPU"]
 fn large_device_reverse_zeroes_with_streaming_stores_exactly() {
+    let _one = serial();
     let s = gpu();
     let on = On::stream(&s);
     let n = (32 << 20) + 11;
