@@ -37,6 +37,12 @@ use std::sync::Arc;
 ///
 /// If `acc` and `src` are the same memory, `acc` is doubled; a partial overlap is refused.
 /// Everything is checked before anything is written.
+///
+/// Device-reachable operands are only enqueued. With host memory the host does part of the work,
+/// and the call returns once that part is done: always for pageable memory, and for page-locked
+/// memory from 8 MiB per operand (the host adds into a page-locked `acc` what the copy engine
+/// brings over, pipelined with the link), except during a graph capture, where every
+/// device-reachable route stays one kernel.
 pub fn accumulate<A, B>(on: On<'_>, acc: &mut A, src: &B) -> Result<()>
 where
     A: ShadowMemory + ?Sized,
@@ -100,6 +106,12 @@ pub fn zero<A: ShadowMemory + ?Sized>(on: On<'_>, buf: &mut A) -> Result<()> {
 ///
 /// If `acc` and `src` are the same memory this is the identity (the reverse of a self-copy keeps
 /// its cotangent); a partial overlap is refused before anything is written.
+///
+/// As for [`accumulate`], host memory gives the host a share of the work and the call returns once
+/// it is done; for a page-locked `src` of 8 MiB or more that share is zeroing it, chunk by chunk
+/// behind the kernel that reads it, instead of writing zeros over the link. If a driver call fails
+/// midway through such a pipeline, every chunk is either moved whole (added and zeroed) or left as
+/// it was.
 pub fn accumulate_and_zero<A, B>(on: On<'_>, acc: &mut A, src: &mut B) -> Result<()>
 where
     A: ShadowMemory + ?Sized,
