@@ -5,7 +5,7 @@
 #
 #   tools/gpu-suite.sh tests        # every test binary with --include-ignored, the no-device run, the example
 #   tools/gpu-suite.sh sanitize     # compute-sanitizer memcheck, racecheck and synccheck over the GPU suites
-#   tools/gpu-suite.sh bench        # bench-shadow_ops and bench-regions
+#   tools/gpu-suite.sh bench        # bench-shadow_ops, bench-regions and bench-host_paths
 set -u
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -42,7 +42,7 @@ sanitize)
     step "$tool-gpu" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu" --include-ignored --skip 2_pow_31 --skip adjoint_checks
     step "$tool-gpu_soundness" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu_soundness" --include-ignored --skip thousand --test-threads=1
     step "$tool-multi_gpu" 300 compute-sanitizer --tool "$tool" --report-api-errors no "$bin/test-multi_gpu" --include-ignored "${skip_multi[@]}" --skip adjoint --skip nccl_scratch
-    for t in "$bin"/test-gpu_region*; do
+    for t in "$bin"/test-gpu_region* "$bin"/test-gpu_array* "$bin"/test-gpu_graphs "$bin"/test-gpu_host_paths; do
       [ -e "$t" ] || continue
       step "$tool-$(basename "$t" | sed 's/^test-//')" 300 compute-sanitizer --tool "$tool" "$t" --include-ignored --skip 2_pow_31
     done
@@ -51,5 +51,6 @@ sanitize)
 bench)
   step bench-shadow_ops 400 "$bin/bench-shadow_ops"
   step bench-regions 150 "$bin/bench-regions"
+  step bench-host_paths 150 "$bin/bench-host_paths"
   ;;
 esac
