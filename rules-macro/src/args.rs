@@ -4,8 +4,8 @@
 
 use crate::ctxt::Ctxt;
 use crate::model::{
-    ARG_KEYS, AUGMENTED_PRIMAL, CRATE, DST, FLAGS, FORWARD, IN_IMPL, KIND_SYNONYMS, Kind,
-    MEMORY_KIND_SYNONYMS, MEMORY_KINDS, MemKind, RESTORE, REVERSE, Role, SRC,
+    ARG_KEYS, CRATE, DST, FLAGS, IN_IMPL, KIND_SYNONYMS, Kind, MEMORY_KIND_SYNONYMS, MEMORY_KINDS,
+    MemKind, OLD_NAME_KEYS, RESTORE, RULE, Role, SRC,
 };
 use crate::text::{did_you_mean, one_of};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
@@ -41,12 +41,8 @@ pub struct RuleArgs {
     pub dst_kind: Option<DeclaredKind>,
     /// `src = kind`.
     pub src_kind: Option<DeclaredKind>,
-    /// `forward = name`.
-    pub forward: Option<Ident>,
-    /// `augmented_primal = name`.
-    pub augmented_primal: Option<Ident>,
-    /// `reverse = name`.
-    pub reverse: Option<Ident>,
+    /// `rule = name`.
+    pub rule: Option<Ident>,
 }
 
 /// Parses the attribute's arguments, recording every problem in `cx`. Arguments are read one
@@ -203,7 +199,7 @@ fn value_hint(key: &str) -> &'static str {
     match key {
         CRATE => "::rules_runtime",
         DST | SRC => "host` (or `pinned`, `device`, `unified`",
-        FORWARD | AUGMENTED_PRIMAL | REVERSE => "name",
+        RULE => "name",
         _ => "...",
     }
 }
@@ -235,16 +231,19 @@ fn parse_key_value(cx: &Ctxt, args: &mut RuleArgs, key: &Ident, name: &str, valu
             };
             set_once(cx, slot, (kind, tokens_of(value)), key, name);
         }
-        FORWARD | AUGMENTED_PRIMAL | REVERSE => {
-            let slot = match name {
-                FORWARD => &mut args.forward,
-                AUGMENTED_PRIMAL => &mut args.augmented_primal,
-                _ => &mut args.reverse,
-            };
+        RULE => {
             if let Some(ident) = parse_fn_name(cx, name, value) {
-                set_once(cx, slot, ident, key, name);
+                set_once(cx, &mut args.rule, ident, key, name);
             }
         }
+        _ if OLD_NAME_KEYS.contains(&name) => cx.error_spanned_by(
+            key,
+            format!(
+                "`{name} = ...` is gone: the forward rule, the augmented primal and the reverse \
+                 rule are methods of one generated item, `<function>_rule`; rename it with \
+                 `rule = name`"
+            ),
+        ),
         _ => {
             let hint = match Role::from_name(name) {
                 Some(role) => format!(

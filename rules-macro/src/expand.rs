@@ -1,15 +1,21 @@
 //! Stage 3: the pipeline and the code generation. The user's function is emitted unchanged (role
-//! attributes stripped) and, next to it, the forward rule and the augmented-primal + reverse
-//! pair: three thin functions, each one call into the runtime's rule bodies. Every runtime item
-//! is named through `<crate>::__private`, every std item through `::core`, so user modules cannot
-//! capture them.
+//! attributes stripped) and, next to it, one item: `<name>_rule`, a tuple struct holding the
+//! function's other arguments (everything but its buffers), which implements the runtime's rule
+//! trait of the kind. The forward rule, the augmented primal and the reverse rule are that
+//! trait's provided methods, written once in the runtime; the impl only says how to call the
+//! primal on one lane's buffers and what orders the shadow work (the plan). Nothing generic over
+//! the activities is type-checked in the user's crate. Every runtime item is named through
+//! `<crate>::__private`, every std item through `::core`, so user modules cannot capture them.
 //!
-//! One generator serves every kind: names, signatures, the primal's call, the ordering (a stream
-//! or a communicator) and the docs come from the [`Plan`]; only the bodies and the bounds they
-//! need depend on the kind ([`bodies`]). What the macro cannot see becomes a `where` bound
-//! written at the user's own tokens, so rustc reports it there, worded by the trait's
-//! `on_unimplemented`; the same bounds let the bodies type-check, so a failed bound is one error,
-//! not a cascade.
+//! One generator serves every kind: names, the struct, the primal's call, the ordering (a stream
+//! or a communicator) and the docs come from the [`Plan`]; only the trait, its plan and the
+//! bounds the macro cannot check depend on the kind ([`bodies`]). What the macro cannot see
+//! becomes a `where` bound written at the user's own tokens, so rustc reports it there, worded
+//! by the trait's `on_unimplemented`.
+//!
+//! In an `impl` block (`in_impl`), where no struct can be declared, `name_rule` is an associated
+//! function returning the runtime's `InImpl` (the plan and a closure calling `Self::name`), which
+//! implements the same trait: the call sites read the same.
 
 mod bodies;
 mod region;
@@ -20,14 +26,14 @@ use crate::check::check;
 use crate::ctxt::Ctxt;
 use crate::docs::Docs;
 use crate::fallback;
-use crate::model::{DEFAULT_CRATE, Kind};
+use crate::model::DEFAULT_CRATE;
 use crate::parse::{Item, Rule, parse_fn};
 use crate::plan::{Order, Plan};
-use crate::types::{name_lifetimes, same_but_lifetimes};
-use proc_macro2::{Span, TokenStream};
+use crate::types::{is_comm_type, is_stream_type, name_lifetimes, same_but_lifetimes};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{GenericParam, Ident, Lifetime, ReturnType, Type};
-use tokens::{bound_at, first_span, has_named_lifetime, respan, with_lifetimes_of};
+use tokens::{bound_at, first_span, respan, with_lifetimes_of};
 
 /// The whole macro: parse → check → generate, or the fallback with the errors.
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -55,31 +61,12 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// The names of the three generated functions.
-pub struct Names {
-    /// The forward rule.
-    pub forward: Ident,
-    /// The augmented primal.
-    pub augmented: Ident,
-    /// The reverse rule.
-    pub reverse: Ident,
-}
-
-impl Names {
-    /// `<name>_forward` and the like, or the names the attribute gives.
-    pub fn new(rule: &Rule) -> Self {
-        let name = &rule.func.sig.ident;
-        let or = |given: &Option<Ident>, suffix: &str| {
-            given
-                .clone()
-                .unwrap_or_else(|| format_ident!("{}_{}", name, suffix))
-        };
-        Names {
-            forward: or(&rule.args.forward, "forward"),
-            augmented: or(&rule.args.augmented_primal, "augmented_primal"),
-            reverse: or(&rule.args.reverse, "reverse"),
-        }
-    }
+/// The generated item's name: `<name>_rule`, or the attribute's `rule = name`.
+pub fn rule_name(rule: &Rule) -> Ident {
+    rule.args
+        .rule
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}_rule", rule.func.sig.ident))
 }
 
 /// `<crate>::__private`.
@@ -93,22 +80,12 @@ pub fn private_path(rule: &Rule) -> TokenStream {
     }
 }
 
-/// The tape the augmented primal of a rule of this kind returns, as the fallback stubs name it
-/// (a region rule's tape is generic over the element: the stubs, never called, take `()`).
-pub fn tape_type(kind: Option<Kind>, restore: bool, p: &TokenStream) -> TokenStream {
-    if kind.is_some_and(Kind::is_collective) {
-        quote!(#p::CollectiveTape)
-    } else if restore || kind.is_some_and(Kind::is_region) {
-        quote!(#p::RegionTape<()>)
-    } else {
-        quote!(#p::CopyTape)
-    }
-}
-
 /// Lints the generated items must not trigger in the user's crate, whatever it denies.
 pub fn allowances() -> TokenStream {
     quote! {
         #[allow(
+            dead_code,
+            non_camel_case_types,
             unused_variables,
             unused_qualifications,
             unused_unsafe,
@@ -122,28 +99,35 @@ pub fn allowances() -> TokenStream {
     }
 }
 
-/// The reverse rule's tape parameter, as its documentation names it.
-const TAPE: &str = "tape";
-
-/// What the bodies of one kind contribute: their bounds and the three calls.
-#[derive(Default)]
-pub struct Bodies {
-    /// `where` predicates on `__Dst`, `__Src` and the buffer types.
+/// What the kind contributes ([`bodies`]): the trait, the plan of a call, the primal's inputs.
+pub struct Parts {
+    /// The rule trait, e.g. `CopyRule`.
+    pub trait_name: TokenStream,
+    /// Its arguments after the lifetime: `X, Y`, or `T`.
+    pub args: TokenStream,
+    /// The plan's type and expression; `None`: the trait's default (the host).
+    pub plan: Option<(TokenStream, TokenStream)>,
+    /// The expression of the plan when the trait's default is taken (`in_impl` needs it).
+    pub default_plan: TokenStream,
+    /// The primal's inputs on one lane: `__d: &mut X, __s: &Y`.
+    pub inputs: TokenStream,
+    /// A pointer rule: the trait's methods (and its primal) are `unsafe`.
+    pub raw: bool,
+    /// `where` predicates the macro could not check itself, each at the user's type.
     pub bounds: TokenStream,
-    /// Predicates of the forward rule only (a value's forward activity).
-    pub forward_bounds: TokenStream,
-    /// Predicates of the augmented primal and the reverse only (a value's reverse activity).
-    pub reverse_bounds: TokenStream,
-    /// The tape type, when it is not the kind's plain one.
-    pub tape: Option<TokenStream>,
-    /// What the reverse returns besides errors, when not `()` (a fill's value's derivative).
-    pub reverse_output: Option<TokenStream>,
-    /// The forward rule's body.
-    pub forward: TokenStream,
-    /// The augmented primal's body.
-    pub augmented: TokenStream,
-    /// The reverse rule's body.
-    pub reverse: TokenStream,
+}
+
+/// How the generated code reaches the rule's other arguments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Fields of a tuple struct, `self.0`.
+    Tuple,
+    /// Fields of a struct with named fields, `self.name`, built by a constructor function of the
+    /// same name (for `#[cfg]`'d parameters, generic parameters no argument names, or an
+    /// `unsafe` primal on references, whose constructor is `unsafe`).
+    Named,
+    /// The parameters of an associated function (`in_impl`), captured by a closure.
+    Params,
 }
 
 /// The code generation of one checked rule.
@@ -154,108 +138,275 @@ pub struct Generator<'a> {
     pub plan: &'a Plan,
     /// `<crate>::__private`.
     pub p: TokenStream,
-    /// The reverse rule's tape parameter (renamed if the primal has a `tape`).
-    pub tape: Ident,
-    /// Lifetimes given to elided ones, to be declared on the generated functions.
+    /// Lifetimes given to elided ones, to be declared on the generated items.
     fresh: Vec<Lifetime>,
     /// What the rules take activities of, lifetimes named: the output's.
     pub dst_ty: Option<Type>,
     /// The input's.
     pub src_ty: Option<Type>,
+    /// The other parameters (indices), in order: the rule struct's fields.
+    rest: Vec<usize>,
+    /// Their types, lifetimes named.
+    rest_tys: Vec<Type>,
+    /// How they are reached.
+    access: Access,
 }
 
 impl<'a> Generator<'a> {
     fn new(rule: &'a Rule, plan: &'a Plan) -> Self {
-        let tape = if rule.params.iter().any(|p| p.name == TAPE) {
-            format_ident!("__{}", TAPE)
-        } else {
-            format_ident!("{}", TAPE)
-        };
+        let [dst, src] = plan.buffer_params();
+        let value = plan.value.as_ref().map(|v| v.param);
+        let rest: Vec<usize> = (0..rule.params.len())
+            .filter(|&i| Some(i) != dst && Some(i) != src && Some(i) != value)
+            .collect();
         let mut g = Generator {
             rule,
             plan,
             p: private_path(rule),
-            tape,
             fresh: Vec::new(),
             dst_ty: None,
             src_ty: None,
+            rest,
+            rest_tys: Vec::new(),
+            access: Access::Tuple,
         };
+        g.rest_tys = g
+            .rest
+            .clone()
+            .into_iter()
+            .map(|i| g.named(&rule.params[i].ty))
+            .collect();
         (g.dst_ty, g.src_ty) = g.buffer_types();
+        g.access = if rule.args.in_impl {
+            Access::Params
+        } else if g.slice_unsafe()
+            || !g.unnamed_generics().is_empty()
+            || g.rest.iter().any(|&i| !rule.params[i].cfg.is_empty())
+        {
+            Access::Named
+        } else {
+            Access::Tuple
+        };
         g
     }
 
-    fn generate(mut self) -> TokenStream {
+    fn generate(self) -> TokenStream {
         let (order, order_bounds) = self.order();
         let outcome = self.outcome_bound();
-        let call = self.primal();
-        let bodies = bodies::bodies(&self, &order, &call);
-        let rule = self.rule;
+        let parts = bodies::parts(&self, &order);
         let p = &self.p;
-        let params = self.params();
-        let vis = &rule.func.vis;
-        let unsafety = self.plan.unsafety.then(|| quote!(unsafe));
-        let generics = self.generics();
-        let (impl_generics, _, _) = generics.split_for_impl();
-        let user_where = generics.where_clause.as_ref().map(|w| {
+        let rule = self.rule;
+        let name = rule_name(rule);
+        let s = self.order_lifetime();
+        let Parts {
+            trait_name,
+            args,
+            inputs,
+            raw,
+            bounds,
+            ..
+        } = &parts;
+        let user_where = rule.func.sig.generics.where_clause.as_ref().map(|w| {
             let preds = w.predicates.iter();
             quote!(#(#preds,)*)
         });
-        let bounds = &bodies.bounds;
         let where_clause = quote!(where #user_where #bounds #order_bounds #outcome);
-        let (fwd_bounds, rev_bounds) = (&bodies.forward_bounds, &bodies.reverse_bounds);
-        let fwd_where = quote!(#where_clause #fwd_bounds);
-        let rev_where = quote!(#where_clause #rev_bounds);
-        let names = Names::new(rule);
+        let call = self.primal_call();
         let docs = Docs::new(self.primal_path_text(), self.plan);
-        let (fwd_doc, aug_doc, rev_doc) = (
-            docs.forward(),
-            docs.augmented(&names.reverse),
-            docs.reverse(&names.augmented),
-        );
-        let Names {
-            forward,
-            augmented,
-            reverse,
-        } = &names;
+        let doc = docs.rule(&name, &self.arg_names(), &trait_name.to_string());
         let allow = allowances();
-        let result = quote!(::core::result::Result);
-        let tape = &self.tape;
-        let tape_ty = bodies
-            .tape
-            .clone()
-            .unwrap_or_else(|| tape_type(Some(self.plan.kind), false, p));
-        let rev_out = bodies.reverse_output.clone().unwrap_or_else(|| quote!(()));
-        let Bodies {
-            forward: fwd_body,
-            augmented: aug_body,
-            reverse: rev_body,
-            ..
-        } = &bodies;
+        let vis = &rule.func.vis;
+        if self.access == Access::Params {
+            let plan = parts.plan.as_ref().map_or(&parts.default_plan, |(_, e)| e);
+            let generics = self.impl_generics();
+            let params = self.rest.iter().zip(&self.rest_tys).map(|(&i, ty)| {
+                let prm = &rule.params[i];
+                let (n, cfg) = (&prm.name, &prm.cfg);
+                quote!(#(#cfg)* #n: #ty)
+            });
+            let captures = self.lifetimes().into_iter().map(|l| quote!(+ #p::Captures<#l>));
+            let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
+            return quote! {
+                #[doc = #doc]
+                #allow
+                #[inline]
+                #vis #unsafety fn #name #generics (#(#params),*)
+                    -> impl #p::#trait_name<#s, #args> #(#captures)* #where_clause
+                {
+                    unsafe { #p::InImpl::new(#plan, move |#inputs| #call) }
+                }
+            };
+        }
+        let (item, self_ty) = self.rule_struct(&name, &doc);
+        let generics = self.impl_generics();
+        let unsafety = raw.then(|| quote!(unsafe));
+        let plan = parts.plan.as_ref().map(|(ty, expr)| {
+            let method = if trait_name.to_string() == "CopyRule" {
+                quote!(__on)
+            } else {
+                quote!(__plan)
+            };
+            quote!(#[inline] fn #method(&self) -> #ty { #expr })
+        });
         quote! {
-            #[doc = #fwd_doc]
+            #item
             #allow
-            #vis #unsafety fn #forward #impl_generics (#(#params),*) -> #result<(), #p::Error> #fwd_where {
-                #fwd_body
-            }
-
-            #[doc = #aug_doc]
-            #allow
-            #vis #unsafety fn #augmented #impl_generics (#(#params),*) -> #result<#tape_ty, #p::Error> #rev_where {
-                #aug_body
-            }
-
-            #[doc = #rev_doc]
-            #allow
-            #vis #unsafety fn #reverse #impl_generics (#tape: #tape_ty, #(#params),*) -> #result<#rev_out, #p::Error> #rev_where {
-                #rev_body
+            impl #generics #p::#trait_name<#s, #args> for #self_ty #where_clause {
+                #plan
+                #[inline]
+                #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
+                    #p::PrimalOutcome::into_result(#call)
+                }
             }
         }
     }
 
+    /// The rule struct (and, for named fields, its constructor), and its type as the impl names
+    /// it.
+    fn rule_struct(&self, name: &Ident, doc: &str) -> (TokenStream, TokenStream) {
+        let rule = self.rule;
+        let vis = &rule.func.vis;
+        let allow = allowances();
+        let (decl, args) = self.struct_generics();
+        let self_ty = quote!(#name <#(#args),*>);
+        if self.access == Access::Tuple {
+            let fields = self.rest_tys.iter().map(|ty| quote!(#vis #ty));
+            let item = quote! {
+                #[doc = #doc]
+                #allow
+                #vis struct #name <#(#decl),*> (#(#fields),*);
+            };
+            return (item, self_ty);
+        }
+        let p = &self.p;
+        let names: Vec<(&Ident, &Vec<syn::Attribute>)> = self
+            .rest
+            .iter()
+            .map(|&i| (&rule.params[i].name, &rule.params[i].cfg))
+            .collect();
+        let fields = names.iter().zip(&self.rest_tys).map(|((n, cfg), ty)| {
+            quote!(#(#cfg)* #n: #ty)
+        });
+        let fields: Vec<TokenStream> = fields.collect();
+        let unnamed = self.unnamed_generics();
+        let marker = quote!(__marker: #p::core::marker::PhantomData<fn() -> (#(#unnamed,)*)>);
+        let inits = names.iter().map(|(n, cfg)| quote!(#(#cfg)* #n));
+        let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
+        let ctor_doc = Docs::new(self.primal_path_text(), self.plan).constructor(name);
+        let item = quote! {
+            #[doc = #doc]
+            #allow
+            #vis struct #name <#(#decl),*> { #(#fields,)* #marker }
+            #[doc = #ctor_doc]
+            #allow
+            #[inline]
+            #vis #unsafety fn #name <#(#decl),*> (#(#fields),*) -> #self_ty {
+                #name { #(#inits,)* __marker: #p::core::marker::PhantomData }
+            }
+        };
+        (item, self_ty)
+    }
+
+    /// Whether the primal is `unsafe` on references: its rule object's constructor is `unsafe`
+    /// (the trait's methods are safe; pointer rules' methods are `unsafe` themselves).
+    fn slice_unsafe(&self) -> bool {
+        self.rule.is_unsafe() && self.plan.extent().is_none()
+    }
+
+    /// The user's type and const parameters that no field, buffer or value type names: the
+    /// struct carries them in a marker, so that the impl can name them.
+    fn unnamed_generics(&self) -> Vec<Ident> {
+        let mut named = TokenStream::new();
+        for ty in self.rest_tys.iter().chain(&self.dst_ty).chain(&self.src_ty) {
+            ty.to_tokens(&mut named);
+        }
+        if let Some(v) = &self.plan.value {
+            v.ty.to_tokens(&mut named);
+        }
+        let used = idents(named);
+        self.rule
+            .func
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                GenericParam::Type(t) => Some(t.ident.clone()),
+                GenericParam::Const(c) => Some(c.ident.clone()),
+                GenericParam::Lifetime(_) => None,
+            })
+            .filter(|i| !used.contains(&i.to_string()))
+            .collect()
+    }
+
+    /// The struct's parameters (declared, and as its type names them): the lifetimes and the
+    /// user's parameters its fields name, and those of [`Self::unnamed_generics`].
+    fn struct_generics(&self) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let mut tokens = TokenStream::new();
+        for ty in &self.rest_tys {
+            ty.to_tokens(&mut tokens);
+        }
+        let used = idents(tokens);
+        let unnamed: Vec<String> = self.unnamed_generics().iter().map(Ident::to_string).collect();
+        let mut decl = Vec::new();
+        let mut args = Vec::new();
+        for l in &self.fresh {
+            if used.contains(&format!("'{}", l.ident)) {
+                decl.push(quote!(#l));
+                args.push(quote!(#l));
+            }
+        }
+        for g in &self.rule.func.sig.generics.params {
+            let (name, d) = match g {
+                GenericParam::Lifetime(l) => {
+                    let lt = &l.lifetime;
+                    (format!("'{}", lt.ident), quote!(#lt))
+                }
+                GenericParam::Type(t) => {
+                    let (i, b) = (&t.ident, &t.bounds);
+                    let colon = t.colon_token.map(|_| quote!(:));
+                    (i.to_string(), quote!(#i #colon #b))
+                }
+                GenericParam::Const(c) => {
+                    let (i, ty) = (&c.ident, &c.ty);
+                    (i.to_string(), quote!(const #i: #ty))
+                }
+            };
+            if used.contains(&name) || unnamed.contains(&name) {
+                let arg = match g {
+                    GenericParam::Lifetime(l) => l.lifetime.to_token_stream(),
+                    GenericParam::Type(t) => t.ident.to_token_stream(),
+                    GenericParam::Const(c) => c.ident.to_token_stream(),
+                };
+                decl.push(d);
+                args.push(arg);
+            }
+        }
+        (decl, args)
+    }
+
+    /// The impl's (or the associated function's) parameters: the lifetimes named for elided ones,
+    /// then the user's.
+    fn impl_generics(&self) -> TokenStream {
+        let mut generics = self.rule.func.sig.generics.clone();
+        generics.where_clause = None;
+        for l in self.fresh.iter().rev() {
+            let param = syn::LifetimeParam::new(l.clone());
+            generics.params.insert(0, GenericParam::Lifetime(param));
+        }
+        let (impl_generics, _, _) = generics.split_for_impl();
+        impl_generics.to_token_stream()
+    }
+
+    /// Every lifetime the generated item declares (for `Captures` bounds).
+    fn lifetimes(&self) -> Vec<Lifetime> {
+        let user = self.rule.func.sig.generics.lifetimes().map(|l| l.lifetime.clone());
+        self.fresh.iter().cloned().chain(user).collect()
+    }
+
     /// The types the rules take activities of, with their elided lifetimes named. Two types that
     /// differ only in their lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) get
-    /// the same names: two `where` bounds on one type under two lifetimes would leave the trait
-    /// solver two candidates for every use of it, which it cannot choose between.
+    /// the same names.
     fn buffer_types(&mut self) -> (Option<Type>, Option<Type>) {
         let dst = self.plan.dst.as_ref().map(|b| self.named(&b.ty));
         let src = self.plan.src.as_ref().map(|b| match &dst {
@@ -269,81 +420,84 @@ impl<'a> Generator<'a> {
         (dst, src)
     }
 
-    /// `ty` with its elided lifetimes named, so that it can be written in `where` bounds.
+    /// `ty` with its elided lifetimes named, so that it can be written in generated items.
     fn named(&mut self, ty: &Type) -> Type {
         let mut ty = ty.clone();
         name_lifetimes(&mut ty, &mut self.fresh);
         ty
     }
 
-    /// The user's generics, the lifetimes named for elided ones, then `__Dst` and `__Src`.
-    fn generics(&self) -> syn::Generics {
-        let mut generics = self.rule.func.sig.generics.clone();
-        for l in self.fresh.iter().rev() {
-            let param = syn::LifetimeParam::new(l.clone());
-            generics.params.insert(0, GenericParam::Lifetime(param));
+    /// Parameter `i` (one of the rule struct's fields) as the generated code reaches it.
+    pub fn arg(&self, i: usize) -> TokenStream {
+        let prm = &self.rule.params[i];
+        match self.access {
+            Access::Params => prm.name.to_token_stream(),
+            Access::Named => {
+                let n = &prm.name;
+                quote!(self.#n)
+            }
+            Access::Tuple => {
+                let k = self.rest.iter().position(|&j| j == i).unwrap_or(0);
+                let k = syn::Index::from(k);
+                quote!(self.#k)
+            }
         }
-        if self.plan.dst.is_some() {
-            generics.params.push(syn::parse_quote!(__Dst));
-        }
-        if self.plan.src.is_some() {
-            generics.params.push(syn::parse_quote!(__Src));
-        }
-        if self.plan.value.is_some() {
-            generics.params.push(syn::parse_quote!(__Val));
-        }
-        generics
     }
 
-    /// Parameters of the generated rules: buffers become activities, the rest pass through,
-    /// each with its `#[cfg]`.
-    fn params(&self) -> Vec<TokenStream> {
-        let [dst, src] = self.plan.buffer_params();
-        let value = self.plan.value.as_ref().map(|v| v.param);
-        let rule = self.rule;
-        (0..rule.params.len())
-            .map(|i| {
-                let prm = &rule.params[i];
-                let (n, cfg) = (&prm.name, &prm.cfg);
-                if Some(i) == dst {
-                    quote!(#n: __Dst)
-                } else if Some(i) == src {
-                    quote!(#n: __Src)
-                } else if Some(i) == value {
-                    quote!(#n: __Val)
-                } else {
-                    let ty = &prm.ty;
-                    quote!(#(#cfg)* #n: #ty)
-                }
-            })
+    /// The parameters the rule struct holds, by name, for the docs.
+    fn arg_names(&self) -> Vec<String> {
+        self.rest
+            .iter()
+            .map(|&i| self.rule.params[i].name.to_string())
             .collect()
     }
 
-    /// `R: PrimalOutcome` at the return type the user wrote, if any.
-    fn outcome_bound(&mut self) -> TokenStream {
+    /// `R: PrimalOutcome` at the return type the user wrote, unless the macro knows it holds.
+    fn outcome_bound(&self) -> TokenStream {
         let ReturnType::Type(_, ty) = &self.rule.func.sig.output else {
             return TokenStream::new();
         };
-        let ty = self.named(ty);
+        if known_outcome(ty) {
+            return TokenStream::new();
+        }
+        let mut ty = (**ty).clone();
+        name_lifetimes(&mut ty, &mut self.fresh.clone());
         let p = &self.p;
         bound_at(&ty, &quote!(#p::PrimalOutcome))
     }
 
+    /// The lifetime of the borrow that orders the shadow work (the trait's `'s`): the stream's or
+    /// the communicator's reference; `'static` for the host.
+    fn order_lifetime(&self) -> TokenStream {
+        let param = match &self.plan.order {
+            Order::Stream(None) => return quote!('static),
+            Order::Stream(Some(i)) => *i,
+            Order::Comm { comm, .. } => *comm,
+        };
+        let k = self.rest.iter().position(|&j| j == param);
+        match k.map(|k| &self.rest_tys[k]) {
+            Some(Type::Reference(r)) => r.lifetime.to_token_stream(),
+            _ => quote!('static),
+        }
+    }
+
     /// What orders the shadow work (`On::stream(s)`, `On::Host`, or the collective on its
     /// communicator), and the bounds at the types of the parameters it takes.
-    fn order(&mut self) -> (TokenStream, TokenStream) {
-        let p = self.p.clone();
+    fn order(&self) -> (TokenStream, TokenStream) {
+        let p = &self.p;
         match &self.plan.order {
             Order::Stream(None) => (quote!(#p::On::Host), TokenStream::new()),
             Order::Stream(Some(i)) => {
-                let (arg, bound) = self.by_ref(*i, &quote!(#p::AsStream));
+                let known = is_stream_type(&self.rule.params[*i].ty);
+                let (arg, bound) = self.by_ref(*i, &quote!(#p::AsStream), known);
                 (quote!(#p::On::stream(#arg)), bound)
             }
             Order::Comm { comm, ranks } => {
-                let (comm, mut bounds) = self.by_ref(*comm, &quote!(#p::AsComm));
+                let known = is_comm_type(&self.rule.params[*comm].ty);
+                let (comm, mut bounds) = self.by_ref(*comm, &quote!(#p::AsComm), known);
                 let mut args = Vec::new();
                 for &i in ranks {
-                    let (arg, bound) = self.by_ref(i, &quote!(#p::RankArg));
+                    let (arg, bound) = self.by_ref(i, &quote!(#p::RankArg), false);
                     args.push(arg);
                     bounds.extend(bound);
                 }
@@ -353,56 +507,47 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// Parameter `i` as a reference for the runtime, and `bound` at the type it refers to: a
-    /// reference parameter is passed as it is (bound on its referent), any other by `&`.
-    fn by_ref(&mut self, i: usize, bound: &TokenStream) -> (TokenStream, TokenStream) {
-        let prm = &self.rule.params[i];
-        let n = &prm.name;
-        let (ty, arg) = match &prm.ty {
-            Type::Reference(r) => ((*r.elem).clone(), quote!(#n)),
-            other => (other.clone(), quote!(&#n)),
+    /// Parameter `i` as a reference for the runtime, and `bound` at the type it refers to
+    /// (unless `known`): a reference parameter is passed as it is, any other by `&`.
+    fn by_ref(&self, i: usize, bound: &TokenStream, known: bool) -> (TokenStream, TokenStream) {
+        let k = self.rest.iter().position(|&j| j == i).unwrap_or(0);
+        let arg = self.arg(i);
+        let (ty, arg) = match &self.rest_tys[k] {
+            Type::Reference(r) => ((*r.elem).clone(), arg),
+            other => (other.clone(), quote!(&#arg)),
         };
-        let ty = self.named(&ty);
-        (arg, bound_at(&ty, bound))
+        let bound = if known {
+            TokenStream::new()
+        } else {
+            bound_at(&ty, bound)
+        };
+        (arg, bound)
     }
 
-    /// The primal as the runtime calls it, with the buffers as arguments: the function itself
-    /// when it takes exactly the buffers, in the runtime's order, and is safe (no closure to
-    /// type-check); otherwise a closure that passes the other arguments through.
-    fn primal(&self) -> TokenStream {
+    /// The primal's call on one lane: the buffers (`__d`, `__s`, `__v`) and the other arguments
+    /// passed through, in the primal's order, each with its `#[cfg]`.
+    fn primal_call(&self) -> TokenStream {
         let rule = self.rule;
         let path = self.primal_path();
         let [dst, src] = self.plan.buffer_params();
         let value = self.plan.value.as_ref().map(|v| v.param);
-        // The runtime calls the primal with the destination, then the source or the value.
-        let buffers: Vec<usize> = [dst, src, value].into_iter().flatten().collect();
-        let sig = &rule.func.sig;
-        let direct = !rule.is_unsafe()
-            && (0..rule.params.len()).eq(buffers.iter().copied())
-            && !sig
-                .generics
-                .params
-                .iter()
-                .any(|g| matches!(g, GenericParam::Lifetime(_)))
-            && !has_named_lifetime(sig.inputs.to_token_stream())
-            && !has_named_lifetime(sig.output.to_token_stream());
-        if direct {
-            let args: Vec<TokenStream> = sig
-                .generics
-                .params
-                .iter()
-                .filter_map(|g| match g {
-                    GenericParam::Type(t) => Some(t.ident.to_token_stream()),
-                    GenericParam::Const(c) => Some(c.ident.to_token_stream()),
-                    GenericParam::Lifetime(_) => None,
-                })
-                .collect();
-            return if args.is_empty() {
-                path
-            } else {
-                quote!(#path::<#(#args),*>)
-            };
-        }
+        let generics: Vec<TokenStream> = rule
+            .func
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+                GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+                GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        let path = if generics.is_empty() {
+            path
+        } else {
+            quote!(#path::<#(#generics),*>)
+        };
         let args = rule.params.iter().enumerate().map(|(i, prm)| {
             let cfg = &prm.cfg;
             let arg = if Some(i) == dst {
@@ -417,61 +562,36 @@ impl<'a> Generator<'a> {
             quote!(#(#cfg)* #arg)
         });
         let call = quote!(#path(#(#args),*));
-        let call = if rule.is_unsafe() {
+        if rule.is_unsafe() {
             quote!(unsafe { #call })
         } else {
             call
-        };
-        let (d, s) = (
-            self.closure_param(dst, true),
-            self.closure_param(src, false),
-        );
-        let v = self.plan.value.as_ref().map(|v| {
-            let ty = &v.ty;
-            quote!(__v: #ty)
-        });
-        let inputs = [d, s, v].into_iter().flatten();
-        quote!(|#(#inputs),*| #call)
+        }
     }
 
-    /// `__d: &mut X` (or `*mut T`) and `__s: &Y` (or `*const T`): the closure's parameters,
-    /// typed so that the runtime's generic buffer types are fixed by the closure.
-    fn closure_param(&self, param: Option<usize>, dst: bool) -> Option<TokenStream> {
-        let i = param?;
-        let named = if dst { &self.dst_ty } else { &self.src_ty };
-        let named = named.as_ref()?;
-        let (n, ty) = match (&self.rule.params[i].ty, dst) {
-            (Type::Reference(_), true) => (quote!(__d), quote!(&mut #named)),
-            (Type::Reference(_), false) => (quote!(__s), quote!(&#named)),
-            (Type::Ptr(_), true) => (quote!(__d), quote!(*mut #named)),
-            (Type::Ptr(_), false) => (quote!(__s), quote!(*const #named)),
-            _ => return None,
-        };
-        Some(quote!(#n: #ty))
-    }
-
-    /// A pass-through argument: references are reborrowed, raw pointers copied, other values
-    /// copied through `pass_through` at their type (which must be `Copy`: the primal is called
-    /// once per lane; borrowing keeps a non-`Copy` one from a second error about moving out).
+    /// A pass-through argument: references are reborrowed, raw pointers and values of primitive
+    /// types copied, other values copied through `pass_through` at their type (which must be
+    /// `Copy`: the primal is called once per lane; borrowing keeps a non-`Copy` one from a second
+    /// error about moving out).
     fn pass_through(&self, i: usize) -> TokenStream {
         let prm = &self.rule.params[i];
-        let n = &prm.name;
+        let arg = self.arg(i);
         match &prm.ty {
-            Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#n),
-            Type::Reference(_) | Type::Ptr(_) => quote!(#n),
+            Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#arg),
+            Type::Reference(_) | Type::Ptr(_) => arg,
+            ty if is_primitive(ty) => arg,
             ty => {
                 let span = first_span(ty);
                 let p = &self.p;
                 let copy = respan(quote!(#p::pass_through), span);
-                let mut n = n.clone();
-                n.set_span(span);
-                quote_spanned!(span=> #copy(&#n))
+                let arg = respan(arg, span);
+                quote_spanned!(span=> #copy(&#arg))
             }
         }
     }
 
-    /// How the generated functions name the primal: next to it in a module, or through `Self`
-    /// in an `impl` block (`in_impl`), where associated functions are not in scope by name.
+    /// How the generated code names the primal: next to it in a module, or through `Self` in
+    /// an `impl` block (`in_impl`), where associated functions are not in scope by name.
     fn primal_path(&self) -> TokenStream {
         let name = &self.rule.func.sig.ident;
         if self.rule.args.in_impl {
@@ -490,4 +610,51 @@ impl<'a> Generator<'a> {
             name
         }
     }
+}
+
+/// Every identifier and lifetime (`'a`) in `tokens`.
+fn idents(tokens: TokenStream) -> Vec<String> {
+    fn walk(tokens: TokenStream, out: &mut Vec<String>) {
+        let mut quote = false;
+        for tt in tokens {
+            match tt {
+                TokenTree::Punct(p) => quote = p.as_char() == '\'',
+                TokenTree::Ident(i) => {
+                    out.push(if quote { format!("'{i}") } else { i.to_string() });
+                    quote = false;
+                }
+                TokenTree::Group(g) => {
+                    quote = false;
+                    walk(g.stream(), out);
+                }
+                TokenTree::Literal(_) => quote = false,
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(tokens, &mut out);
+    out
+}
+
+/// Primitive types, `Copy` by definition: passed through as they are.
+const PRIMITIVES: &[&str] = &[
+    "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128",
+    "f32", "f64", "bool", "char",
+];
+
+/// Whether `ty` is a primitive type by its name.
+fn is_primitive(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.get_ident().is_some_and(|i| PRIMITIVES.contains(&i.to_string().as_str())))
+}
+
+/// Error types whose `Result<(), E>` the macro knows to be a `PrimalOutcome`.
+const KNOWN_ERRORS: &[&str] = &["DriverError", "String"];
+
+/// Whether `ty` is `()` or `Result<(), E>` with an error type the macro knows converts.
+fn known_outcome(ty: &Type) -> bool {
+    let text = ty.to_token_stream().to_string().replace(' ', "");
+    text == "()"
+        || KNOWN_ERRORS
+            .iter()
+            .any(|e| text == format!("Result<(),{e}>"))
 }

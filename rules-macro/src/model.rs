@@ -135,6 +135,12 @@ impl Kind {
         !matches!(self, Kind::Recv | Kind::Memset | Kind::Fill)
     }
 
+    /// Whether the rule's methods take one activity (a memset's destination, a send's input, a
+    /// receive's output) rather than two.
+    pub fn one_buffer(self) -> bool {
+        matches!(self, Kind::Memset | Kind::Send | Kind::Recv)
+    }
+
     /// The rank roles the rule takes, in the order the runtime's constructor takes them.
     pub fn ranks(self) -> &'static [Role] {
         match self {
@@ -206,14 +212,13 @@ pub const CRATE: &str = "crate";
 pub const DST: &str = "dst";
 /// `src = kind`: the memory kind a raw source pointer points into.
 pub const SRC: &str = "src";
-/// `forward = name`: the forward rule's name.
-pub const FORWARD: &str = "forward";
-/// `augmented_primal = name`: the augmented primal's name.
-pub const AUGMENTED_PRIMAL: &str = "augmented_primal";
-/// `reverse = name`: the reverse rule's name.
-pub const REVERSE: &str = "reverse";
+/// `rule = name`: the name of the generated rule item (`<name>_rule` by default).
+pub const RULE: &str = "rule";
 /// Every `key = value` argument.
-pub const ARG_KEYS: &[&str] = &[CRATE, DST, SRC, FORWARD, AUGMENTED_PRIMAL, REVERSE];
+pub const ARG_KEYS: &[&str] = &[CRATE, DST, SRC, RULE];
+/// Keys of an earlier version, each named after one generated function: there is one generated
+/// item now, whose methods are the three rules.
+pub const OLD_NAME_KEYS: &[&str] = &["forward", "augmented_primal", "reverse"];
 /// `in_impl`: a flag, the rule is an associated function of an inherent `impl` block.
 pub const IN_IMPL: &str = "in_impl";
 /// `restore`: a flag, the reverse writes the destination's old contents back.

@@ -76,8 +76,23 @@ pub use ops::region::{accumulate_and_zero_region, accumulate_region, fill_region
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
 pub use ops::{SavedRegion, accumulate_sum_region, restore_region, save_region, sum_region};
 pub use region::Pitched;
-pub use rules::{CopyTape, PrimalOutcome, RegionTape};
+pub use rules::{
+    CollectiveRule, CopyRule, CopyTape, FillGradient, FillRule, MemsetRule, PrimalOutcome,
+    RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, RegionTape,
+    SendRule,
+};
 pub use rules_macro::derivative_rule;
+
+/// What a crate that defines or calls rules needs: the attribute, the activities, and the rule
+/// traits (whose methods are the forward rule, the augmented primal and the reverse rule).
+pub mod prelude {
+    pub use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
+    pub use crate::rules::{
+        CollectiveRule, CopyRule, FillRule, MemsetRule, RawCopyRule, RawFillRule, RawMemsetRule,
+        RawRegionRule, RecvRule, RegionRule, SendRule,
+    };
+    pub use rules_macro::derivative_rule;
+}
 
 /// Items used by generated code. Not a public API: names here may change at any release.
 #[doc(hidden)]
@@ -85,11 +100,7 @@ pub mod __private {
     pub use crate::activity::{
         Activity, DstArg, DstPtr, ForwardValue, LaneArray, ReverseValue, SameWidth, SrcArg, SrcPtr,
     };
-    pub use crate::collective::{
-        Collective, CollectiveTape, collective_augmented_primal, collective_forward,
-        collective_reverse, recv_augmented_primal, recv_forward, recv_reverse,
-        send_augmented_primal, send_forward, send_reverse,
-    };
+    pub use crate::collective::{Collective, CollectiveTape};
     pub use crate::element::Differentiable;
     pub use crate::error::{Error, Result};
     pub use crate::memory::{MemoryKind, SameElem, ShadowMemory, ShadowRead};
@@ -97,15 +108,46 @@ pub mod __private {
     pub use crate::ops::{AsStream, On};
     pub use crate::region::Pitched;
     pub use crate::rules::{
-        Boxes, CopyTape, PrimalOutcome, PtrCopy, RawRegion, RegionTape, copy_augmented_primal,
-        copy_forward, copy_reverse, fill_augmented_primal, fill_forward, fill_reverse,
-        memset_augmented_primal, memset_forward, memset_reverse, ptr_copy_augmented_primal,
-        ptr_copy_forward, ptr_copy_reverse, ptr_fill_augmented_primal, ptr_fill_forward,
-        ptr_fill_reverse, ptr_memset_augmented_primal, ptr_memset_forward, ptr_memset_reverse,
-        ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse,
-        region_augmented_primal, region_forward, region_reverse,
+        Boxes, Captures, CollectiveRule, CopyRule, CopyTape, FillRule, InImpl, MemsetRule,
+        PrimalOutcome, PtrCopy, RawCopyRule, RawFillRule, RawMemsetRule, RawRegion, RawRegionRule,
+        RecvRule, RegionRule, RegionTape, SendRule,
     };
     pub use ::core;
+
+    /// What a rule with a compile error stands in with (two activities): its methods take
+    /// anything and never run, so that its callers see the rule's error and nothing else.
+    pub struct RuleStub2;
+    impl RuleStub2 {
+        /// Stands in for the forward rule.
+        pub fn forward<A, B>(&mut self, _: A, _: B) -> Result<()> {
+            unreachable!()
+        }
+        /// Stands in for the augmented primal.
+        pub fn augmented_primal<A, B>(&mut self, _: A, _: B) -> Result<RuleStub2> {
+            unreachable!()
+        }
+        /// Stands in for the reverse rule.
+        pub fn reverse<T, A, B>(&mut self, _: T, _: A, _: B) -> Result<()> {
+            unreachable!()
+        }
+    }
+
+    /// As [`RuleStub2`], for rules with one activity (memset, send, recv).
+    pub struct RuleStub1;
+    impl RuleStub1 {
+        /// Stands in for the forward rule.
+        pub fn forward<A>(&mut self, _: A) -> Result<()> {
+            unreachable!()
+        }
+        /// Stands in for the augmented primal.
+        pub fn augmented_primal<A>(&mut self, _: A) -> Result<RuleStub1> {
+            unreachable!()
+        }
+        /// Stands in for the reverse rule.
+        pub fn reverse<T, A>(&mut self, _: T, _: A) -> Result<()> {
+            unreachable!()
+        }
+    }
 
     /// A pass-through argument is used once per lane, so it must be `Copy` (references are).
     #[diagnostic::on_unimplemented(

@@ -1,9 +1,11 @@
-//! The part of the generated rules that depends on the kind: which runtime bodies the three
-//! functions call, and the bounds those bodies need that the macro could not check itself. A new
-//! kind adds an arm here (and its runtime bodies); everything around it is shared.
+//! The part of the generated rules that depends on the kind: which rule trait the rule struct
+//! implements, the plan of a call (what orders the shadow work, the extent of a pointer rule),
+//! the primal's inputs on one lane, and the bounds the runtime needs that the macro could not
+//! check itself. A new kind adds an arm here (and its trait in the runtime); everything around
+//! it is shared.
 
 use super::tokens::bound_at;
-use super::{Bodies, Generator};
+use super::{Generator, Parts};
 use crate::model::Kind;
 use crate::plan::{Access, Extent};
 use crate::types::{elem_name, element_of, host_container_elem, is_array_type, known_elem};
@@ -14,111 +16,119 @@ use syn::Type;
 /// Element types NCCL sums, by canonical name: no bound is needed for them.
 const NCCL_ELEMENTS: &[&str] = &["f32", "f64", "f16", "bf16"];
 
-/// The bodies of `g`'s rule. `order` is what orders the shadow work (an `On` for copies, a
-/// `Collective` for collectives); `primal` is the primal as the runtime calls it.
-pub fn bodies(g: &Generator<'_>, order: &TokenStream, primal: &TokenStream) -> Bodies {
+/// Buffer types the macro knows by name to hold shadows (their element is their first type
+/// argument, which the checks compare): no `ShadowMemory` bound is written for them. The trait's
+/// own bound still checks them (a user type of the same name is refused there).
+const KNOWN_BUFFERS: &[&str] = &["CudaSlice", "CudaViewMut", "PinnedHostSlice", "UnifiedSlice"];
+
+/// The trait parts of `g`'s rule. `order` is what orders the shadow work (an `On` for copies, a
+/// `Collective` for collectives).
+pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
     let p = &g.p;
-    let tape = &g.tape;
-    let name = |i: usize| &g.rule.params[i].name;
-    let [dst, src] = g.plan.buffer_params();
-    let (d, s) = (dst.map(name), src.map(name));
+    let s = g.order_lifetime();
     let (x, y) = (g.dst_ty.as_ref(), g.src_ty.as_ref());
     if g.plan.is_region()
         && let Some(x) = x
     {
-        return super::region::bodies(g, order, primal, x, y);
+        return super::region::parts(g, order, x, y);
     }
+    let on = (order.to_string() != quote!(#p::On::Host).to_string())
+        .then(|| (quote!(#p::On<#s>), order.clone()));
+    let host = quote!(#p::On::Host);
     match (g.plan.kind, &g.plan.access, x, y) {
-        (Kind::Copy, Access::Slice, Some(x), Some(y)) => Bodies {
-            bounds: activity_bounds(
-                p,
-                x,
-                y,
-                quote!(DstArg),
-                quote!(SrcArg),
-                copy_bounds(p, x, y),
-            ),
-            forward: quote!(#p::copy_forward(#order, #d, #s, #primal)),
-            augmented: quote!(#p::copy_augmented_primal(#d, #s, #primal)),
-            reverse: quote!(#p::copy_reverse(#order, #tape, #d, #s)),
-            ..Bodies::default()
+        (Kind::Copy, Access::Slice, Some(x), Some(y)) => Parts {
+            trait_name: quote!(CopyRule),
+            args: quote!(#x, #y),
+            plan: on,
+            default_plan: host,
+            inputs: quote!(__d: &mut #x, __s: &#y),
+            raw: false,
+            bounds: copy_bounds(p, x, y),
         },
         (Kind::Copy, Access::Pointer(e), Some(t), Some(_)) => {
-            let elem = if known_elem(t) {
+            let bounds = if known_elem(t) {
                 TokenStream::new()
             } else {
                 bound_at(t, &quote!(#p::Differentiable))
             };
             let shape = extent(g, e);
-            Bodies {
-                bounds: activity_bounds(p, t, t, quote!(DstPtr), quote!(SrcPtr), elem),
-                forward: quote!(unsafe { #p::ptr_copy_forward(#order, #shape, #d, #s, #primal) }),
-                augmented: quote!(unsafe { #p::ptr_copy_augmented_primal(#shape, #d, #s, #primal) }),
-                reverse: quote!(unsafe { #p::ptr_copy_reverse(#order, #shape, #tape, #d, #s) }),
-                ..Bodies::default()
+            Parts {
+                trait_name: quote!(RawCopyRule),
+                args: quote!(#t),
+                plan: Some((quote!((#p::On<#s>, #p::PtrCopy)), quote!((#order, #shape)))),
+                default_plan: host,
+                inputs: quote!(__d: *mut #t, __s: *const #t),
+                raw: true,
+                bounds,
             }
         }
         (_, _, Some(x), Some(y)) => {
-            let mut own = collective_bounds(p, x, quote!(CollectiveDst));
-            own.extend(collective_bounds(p, y, quote!(CollectiveSrc)));
+            let mut bounds = collective_bounds(p, x, quote!(CollectiveDst));
+            bounds.extend(collective_bounds(p, y, quote!(CollectiveSrc)));
             if x.to_token_stream().to_string() != y.to_token_stream().to_string() {
-                // The very bound the runtime asks for: the solver then needs no normalisation of
+                // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
-                own.extend(bound_at(
+                bounds.extend(bound_at(
                     y,
-                    &quote!(#p::ShadowMemory<Elem = <#x as #p::ShadowRead>::Elem>),
+                    &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
                 ));
             }
-            Bodies {
-                bounds: activity_bounds(p, x, y, quote!(DstArg), quote!(SrcArg), own),
-                forward: quote!(#p::collective_forward(#order, #d, #s, #primal)),
-                augmented: quote!(#p::collective_augmented_primal(#order, #d, #s, #primal)),
-                reverse: quote!(#p::collective_reverse(#order, #tape, #d, #s)),
-                ..Bodies::default()
-            }
+            collective_parts(g, quote!(CollectiveRule), quote!(#x, #y), order, bounds)
+                .inputs(quote!(__d: &mut #x, __s: &#y))
         }
         (_, _, None, Some(y)) => {
-            let mut bounds = quote!(__Src: #p::SrcArg<#y>,);
-            bounds.extend(collective_bounds(p, y, quote!(CollectiveSrc)));
-            Bodies {
-                bounds,
-                forward: quote!(#p::send_forward(#order, #s, #primal)),
-                augmented: quote!(#p::send_augmented_primal(#order, #s, #primal)),
-                reverse: quote!(#p::send_reverse(#order, #tape, #s)),
-                ..Bodies::default()
-            }
+            let bounds = collective_bounds(p, y, quote!(CollectiveSrc));
+            collective_parts(g, quote!(SendRule), quote!(#y), order, bounds)
+                .inputs(quote!(__s: &#y))
         }
         (_, _, Some(x), None) => {
-            let mut bounds = quote!(__Dst: #p::DstArg<#x>,);
-            bounds.extend(collective_bounds(p, x, quote!(CollectiveDst)));
-            Bodies {
-                bounds,
-                forward: quote!(#p::recv_forward(#order, #d, #primal)),
-                augmented: quote!(#p::recv_augmented_primal(#order, #d, #primal)),
-                reverse: quote!(#p::recv_reverse(#order, #tape, #d)),
-                ..Bodies::default()
-            }
+            let bounds = collective_bounds(p, x, quote!(CollectiveDst));
+            collective_parts(g, quote!(RecvRule), quote!(#x), order, bounds)
+                .inputs(quote!(__d: &mut #x))
         }
         // Every kind has a buffer (checked); nothing to generate otherwise.
-        (_, _, None, None) => Bodies::default(),
+        (_, _, None, None) => collective_parts(
+            g,
+            quote!(SendRule),
+            quote!([f32]),
+            order,
+            TokenStream::new(),
+        ),
     }
 }
 
-/// `__Dst: DstArg<X>, __Src: SrcArg<Y>`, equal batch widths, then the kind's own bounds.
-pub(super) fn activity_bounds(
-    p: &TokenStream,
-    x: &Type,
-    y: &Type,
-    dst: TokenStream,
-    src: TokenStream,
-    own: TokenStream,
-) -> TokenStream {
-    quote! {
-        __Dst: #p::#dst<#x>,
-        __Src: #p::#src<#y>,
-        <__Dst as #p::Activity>::Width: #p::SameWidth<<__Src as #p::Activity>::Width>,
-        #own
+impl Parts {
+    /// These parts with the primal's inputs.
+    fn inputs(self, inputs: TokenStream) -> Self {
+        Parts { inputs, ..self }
     }
+}
+
+/// A collective's parts: its plan is the collective on its communicator.
+fn collective_parts(
+    g: &Generator<'_>,
+    trait_name: TokenStream,
+    args: TokenStream,
+    order: &TokenStream,
+    bounds: TokenStream,
+) -> Parts {
+    let p = &g.p;
+    let s = g.order_lifetime();
+    Parts {
+        trait_name,
+        args,
+        plan: Some((quote!(#p::Collective<#s>), order.clone())),
+        default_plan: order.clone(),
+        inputs: TokenStream::new(),
+        raw: false,
+        bounds,
+    }
+}
+
+/// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
+fn known_buffer(x: &Type) -> bool {
+    matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
+        && element_of(x).is_some_and(known_elem)
 }
 
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
@@ -137,11 +147,16 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
         match (host_container_elem(x), shared) {
             (Some(e), _) if known_elem(e) => {}
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
+            (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(bound_at(x, &quote!(#p::ShadowMemory<Elem = #e>))),
             (None, None) => out.extend(bound_at(x, &quote!(#p::ShadowMemory))),
         }
     }
-    let elem = |t: &'a Type| host_container_elem(t).or_else(|| array_elem(t));
+    let elem = |t: &'a Type| {
+        host_container_elem(t)
+            .or_else(|| array_elem(t))
+            .or_else(|| known_buffer(t).then(|| element_of(t)).flatten())
+    };
     let (de, se) = (elem(dst), elem(src));
     let compare = match (de, se) {
         (Some(d), Some(s)) => (!known_elem(d) || !known_elem(s)) && !same(d, s),
@@ -176,12 +191,9 @@ pub(super) fn memory_kind(p: &TokenStream, k: crate::model::MemKind) -> TokenStr
     quote!(#p::MemoryKind::#v)
 }
 
-/// The parameter `i` by name, or `0usize` when there is none.
+/// The parameter `i` as the generated code reaches it, or `0usize` when there is none.
 pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
-    i.map_or_else(
-        || quote!(0usize),
-        |i| g.rule.params[i].name.to_token_stream(),
-    )
+    i.map_or_else(|| quote!(0usize), |i| g.arg(i))
 }
 
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.

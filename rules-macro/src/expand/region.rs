@@ -1,11 +1,12 @@
-//! The bodies of region rules (`memset`, `fill`, `copy2d`, `copy3d`, and any rule with
-//! `restore`): the boxes the call names, built from the rule's own parameters, and the calls
-//! into the runtime's region bodies. Two-buffer rules (pitched copies, a copy with `restore`, a
-//! fill from a one-element buffer) share one family of bodies; memset and fill by value another.
+//! The trait parts of region rules (`memset`, `fill`, `copy2d`, `copy3d`, and any rule with
+//! `restore`): the boxes the call names, built from the rule's own arguments, and which of the
+//! runtime's region traits the rule implements. Two-buffer rules (pitched copies, a copy with
+//! `restore`, a fill from a one-element buffer) share one trait; memset and fill by value each
+//! have their own.
 
-use super::bodies::{activity_bounds, arg_or_zero, copy_bounds, memory_kind};
+use super::bodies::{arg_or_zero, copy_bounds, memory_kind};
 use super::tokens::{bound_at, first_span, respan};
-use super::{Bodies, Generator};
+use super::{Generator, Parts};
 use crate::model::Kind;
 use crate::plan::Access;
 use crate::types::{host_container_elem, known_elem};
@@ -13,87 +14,71 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Type;
 
-/// The bodies of `g`'s region rule; `x` is the destination's activity type, `y` the source's.
-pub fn bodies(
-    g: &Generator<'_>,
-    order: &TokenStream,
-    primal: &TokenStream,
-    x: &Type,
-    y: Option<&Type>,
-) -> Bodies {
+/// The trait parts of `g`'s region rule; `x` is the destination's type, `y` the source's.
+pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>) -> Parts {
     let p = &g.p;
-    let tape = &g.tape;
-    let name = |i: usize| &g.rule.params[i].name;
-    let [dst, src] = g.plan.buffer_params();
-    let d = dst.map(name);
-    let s = src.map(name);
+    let s = g.order_lifetime();
     let restore = g.plan.restore;
-    let kind = g.plan.kind;
+    let host = quote!(#p::On::Host);
     match &g.plan.access {
         Access::Slice => {
-            let elem = match host_container_elem(x) {
-                Some(e) => quote!(#e),
-                None => quote!(<#x as #p::ShadowRead>::Elem),
-            };
-            let tape_ty = quote!(#p::RegionTape<#elem>);
             let boxes = slice_boxes(g);
+            let plan = Some((
+                quote!((#p::On<#s>, #p::Boxes, bool)),
+                quote!((#order, #boxes, #restore)),
+            ));
             match (y, &g.plan.value) {
-                (Some(y), _) => Bodies {
-                    bounds: activity_bounds(
-                        p,
-                        x,
-                        y,
-                        quote!(DstArg),
-                        quote!(SrcArg),
-                        copy_bounds(p, x, y),
-                    ),
-                    forward: quote!(#p::region_forward(#order, #boxes, #d, #s, #primal)),
-                    augmented: quote!(
-                        #p::region_augmented_primal(#order, #boxes, #restore, #d, #s, #primal)
-                    ),
-                    reverse: quote!(#p::region_reverse(#order, #boxes, #tape, #d, #s)),
-                    tape: Some(tape_ty),
-                    ..Bodies::default()
+                (Some(y), _) => Parts {
+                    trait_name: quote!(RegionRule),
+                    args: quote!(#x, #y),
+                    plan,
+                    default_plan: host,
+                    inputs: quote!(__d: &mut #x, __s: &#y),
+                    raw: false,
+                    bounds: copy_bounds(p, x, y),
                 },
                 (None, Some(value)) => {
                     let vt = &value.ty;
-                    let mut bounds = quote!(__Dst: #p::DstArg<#x>,);
-                    bounds.extend(copy_bounds(p, x, x));
-                    // The value is the destination's element, said at the value's type.
-                    bounds.extend(quote!(#x));
-                    bounds.extend(respan(
-                        quote!(: #p::ShadowRead<Elem = #vt>,),
-                        first_span(vt),
-                    ));
-                    value_bodies(g, order, primal, bounds, vt, tape_ty, &boxes)
-                }
-                (None, None) => {
-                    let mut bounds = quote!(__Dst: #p::DstArg<#x>,);
-                    bounds.extend(copy_bounds(p, x, x));
-                    Bodies {
+                    let mut bounds = copy_bounds(p, x, x);
+                    if host_container_elem(x).is_none() {
+                        // The value is the destination's element, said at the value's type.
+                        bounds.extend(quote!(#x));
+                        bounds.extend(respan(
+                            quote!(: #p::ShadowRead<Elem = #vt>,),
+                            first_span(vt),
+                        ));
+                    }
+                    Parts {
+                        trait_name: quote!(FillRule),
+                        args: quote!(#x),
+                        plan,
+                        default_plan: host,
+                        inputs: quote!(__d: &mut #x, __v: #vt),
+                        raw: false,
                         bounds,
-                        forward: quote!(#p::memset_forward(#order, #boxes, #d, #primal)),
-                        augmented: quote!(
-                            #p::memset_augmented_primal(#order, #boxes, #restore, #d, #primal)
-                        ),
-                        reverse: quote!(#p::memset_reverse(#order, #boxes, #tape, #d)),
-                        tape: Some(tape_ty),
-                        ..Bodies::default()
                     }
                 }
+                (None, None) => Parts {
+                    trait_name: quote!(MemsetRule),
+                    args: quote!(#x),
+                    plan,
+                    default_plan: host,
+                    inputs: quote!(__d: &mut #x),
+                    raw: false,
+                    bounds: copy_bounds(p, x, x),
+                },
             }
         }
         Access::Pointer(e) => {
             let t = x;
-            let elem = if known_elem(t) {
+            let bounds = if known_elem(t) {
                 TokenStream::new()
             } else {
                 bound_at(t, &quote!(#p::Differentiable))
             };
-            let tape_ty = quote!(#p::RegionTape<#t>);
             let (dk, sk) = (memory_kind(p, e.dst_kind), memory_kind(p, e.src_kind));
             let dbox = dst_box(g, t, arg_or_zero(g, e.dst_offset), e.len);
-            let sbox = match kind.is_pitched() || y.is_some() {
+            let sbox = match g.plan.kind.is_pitched() || y.is_some() {
                 true => {
                     let b = src_box(g, t, arg_or_zero(g, e.src_offset), e.len);
                     quote!(::core::option::Option::Some(#b))
@@ -103,99 +88,28 @@ pub fn bodies(
             let shape = quote! {
                 #p::RawRegion { dst_kind: #dk, src_kind: #sk, dst: #dbox, src: #sbox }
             };
-            match (y, &g.plan.value) {
-                (Some(_), _) => Bodies {
-                    bounds: activity_bounds(p, t, t, quote!(DstPtr), quote!(SrcPtr), elem),
-                    forward: quote!(unsafe {
-                        #p::ptr_region_forward(#order, #shape, #d, #s, #primal)
-                    }),
-                    augmented: quote!(unsafe {
-                        #p::ptr_region_augmented_primal(#order, #shape, #restore, #d, #s, #primal)
-                    }),
-                    reverse: quote!(unsafe {
-                        #p::ptr_region_reverse(#order, #shape, #tape, #d, #s)
-                    }),
-                    tape: Some(tape_ty),
-                    ..Bodies::default()
-                },
-                (None, Some(value)) => {
-                    let mut bounds = quote!(__Dst: #p::DstPtr<#t>,);
-                    bounds.extend(elem);
-                    let b = value_bodies(g, order, primal, bounds, &value.ty, tape_ty, &shape);
-                    let unsafe_body = |body: TokenStream| quote!(unsafe { #body });
-                    Bodies {
-                        forward: unsafe_body(b.forward),
-                        augmented: unsafe_body(b.augmented),
-                        reverse: unsafe_body(b.reverse),
-                        ..b
-                    }
+            let plan = Some((
+                quote!((#p::On<#s>, #p::RawRegion, bool)),
+                quote!((#order, #shape, #restore)),
+            ));
+            let (trait_name, inputs) = match (y, &g.plan.value) {
+                (Some(_), _) => (quote!(RawRegionRule), quote!(__d: *mut #t, __s: *const #t)),
+                (None, Some(v)) => {
+                    let vt = &v.ty;
+                    (quote!(RawFillRule), quote!(__d: *mut #t, __v: #vt))
                 }
-                (None, None) => {
-                    let mut bounds = quote!(__Dst: #p::DstPtr<#t>,);
-                    bounds.extend(elem);
-                    Bodies {
-                        bounds,
-                        forward: quote!(unsafe {
-                            #p::ptr_memset_forward(#order, #shape, #d, #primal)
-                        }),
-                        augmented: quote!(unsafe {
-                            #p::ptr_memset_augmented_primal(#order, #shape, #restore, #d, #primal)
-                        }),
-                        reverse: quote!(unsafe {
-                            #p::ptr_memset_reverse(#order, #shape, #tape, #d)
-                        }),
-                        tape: Some(tape_ty),
-                        ..Bodies::default()
-                    }
-                }
+                (None, None) => (quote!(RawMemsetRule), quote!(__d: *mut #t)),
+            };
+            Parts {
+                trait_name,
+                args: quote!(#t),
+                plan,
+                default_plan: host,
+                inputs,
+                raw: true,
+                bounds,
             }
         }
-    }
-}
-
-/// A fill by value: the value's activity differs by mode (`Const`/`Dual` forward,
-/// `Const`/`Active` reverse), and the reverse returns its derivative per lane.
-fn value_bodies(
-    g: &Generator<'_>,
-    order: &TokenStream,
-    primal: &TokenStream,
-    bounds: TokenStream,
-    vt: &Type,
-    tape_ty: TokenStream,
-    shape: &TokenStream,
-) -> Bodies {
-    let p = &g.p;
-    let tape = &g.tape;
-    let name = |i: usize| &g.rule.params[i].name;
-    let d = g.plan.dst.as_ref().map(|b| name(b.param));
-    let v = g.plan.value.as_ref().map(|b| name(b.param));
-    let restore = g.plan.restore;
-    let (fwd, aug, rev) = match g.plan.access {
-        Access::Slice => (
-            quote!(fill_forward),
-            quote!(fill_augmented_primal),
-            quote!(fill_reverse),
-        ),
-        Access::Pointer(_) => (
-            quote!(ptr_fill_forward),
-            quote!(ptr_fill_augmented_primal),
-            quote!(ptr_fill_reverse),
-        ),
-    };
-    Bodies {
-        bounds,
-        forward_bounds: quote! {
-            __Val: #p::ForwardValue<#vt>,
-            <__Dst as #p::Activity>::Width: #p::SameWidth<<__Val as #p::Activity>::Width>,
-        },
-        reverse_bounds: quote!(__Val: #p::ReverseValue<#vt>,),
-        forward: quote!(#p::#fwd(#order, #shape, #d, #v, #primal)),
-        augmented: quote!(#p::#aug(#order, #shape, #restore, #d, #v, #primal)),
-        reverse: quote!(#p::#rev(#order, #shape, #tape, #d, #v)),
-        tape: Some(tape_ty),
-        reverse_output: Some(
-            quote!(<__Val as #p::ReverseValue<#vt>>::Gradient<<__Dst as #p::Activity>::Width>),
-        ),
     }
 }
 

@@ -43,27 +43,6 @@ pub fn bound_at(ty: &Type, bound: &TokenStream) -> TokenStream {
     quote!(#ty #bound)
 }
 
-/// Whether `tokens` name a lifetime other than `'_` and `'static`.
-pub fn has_named_lifetime(tokens: TokenStream) -> bool {
-    let mut after_quote = false;
-    tokens.into_iter().any(|tt| match tt {
-        TokenTree::Punct(p) => {
-            after_quote = p.as_char() == '\'';
-            false
-        }
-        TokenTree::Ident(i) => {
-            let named = after_quote && i != "_" && i != "static";
-            after_quote = false;
-            named
-        }
-        TokenTree::Group(g) => {
-            after_quote = false;
-            has_named_lifetime(g.stream())
-        }
-        TokenTree::Literal(_) => false,
-    })
-}
-
 /// `y` with the lifetimes of `x`, in order, each at `y`'s own token (so that errors about `y`
 /// still point at it). Both have every lifetime written out, in the same places.
 pub fn with_lifetimes_of(y: &Type, x: &Type) -> Type {

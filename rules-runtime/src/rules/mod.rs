@@ -8,12 +8,15 @@
 //! - [`pitched`]: two-buffer region rules (pitched 2D/3D copies, a copy with `restore`, a fill
 //!   from a value held in a one-element buffer);
 //! - [`fill`]: one-buffer region rules (memset, fill by value);
-//! - [`region`]: what region rules share: boxes, the whole-call check, the tape.
+//! - [`region`]: what region rules share: boxes, the whole-call check, the tape;
+//! - [`traits`]: the public face: one trait per family, whose provided methods (forward,
+//!   augmented primal, reverse) call the bodies above; generated code implements them.
 
 mod copy;
 mod fill;
 mod pitched;
 mod region;
+mod traits;
 
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
@@ -29,3 +32,7 @@ pub use pitched::{
     region_forward, region_reverse,
 };
 pub use region::{Boxes, RawRegion, RegionTape};
+pub use traits::{
+    Captures, CollectiveRule, CopyRule, FillGradient, FillRule, InImpl, MemsetRule, RawCopyRule,
+    RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, SendRule,
+};

@@ -1,0 +1,198 @@
+//! The rule object of a rule on an associated function (`in_impl`). A struct cannot be declared
+//! inside an `impl` block, so there the generated `name_rule` is an associated function that
+//! returns an `InImpl`: the call's plan and a closure calling `Self::name`, which implements the
+//! rule trait of the kind like a generated struct does.
+
+use super::{
+    CollectiveRule, CopyRule, FillRule, MemsetRule, RawCopyRule, RawFillRule, RawMemsetRule,
+    RawRegionRule, RecvRule, RegionRule, SendRule,
+};
+use crate::collective::Collective;
+use crate::element::Differentiable;
+use crate::error::Result;
+use crate::memory::ShadowMemory;
+use crate::nccl::{CollectiveDst, CollectiveSrc};
+use crate::ops::On;
+use crate::rules::{Boxes, PrimalOutcome, PtrCopy, RawRegion};
+
+/// A rule object made of a plan and a closure calling the primitive (see the module docs).
+/// Made only by generated code.
+pub struct InImpl<P, F> {
+    plan: P,
+    primal: F,
+}
+
+impl<P, F> InImpl<P, F> {
+    /// The rule object of one call.
+    ///
+    /// # Safety
+    /// When `F` calls an `unsafe` primitive on references (not raw pointers), the caller promises
+    /// that every call of the rule's (safe) methods meets the primitive's contract; the generated
+    /// `name_rule` is `unsafe` then, with that contract.
+    #[doc(hidden)]
+    pub unsafe fn new(plan: P, primal: F) -> Self {
+        InImpl { plan, primal }
+    }
+}
+
+/// Names a lifetime in an opaque return type (`impl Trait + Captures<'a>`), so that it may
+/// capture it in every edition.
+pub trait Captures<'a> {}
+impl<T: ?Sized> Captures<'_> for T {}
+
+impl<'s, X, Y, F, R> CopyRule<'s, X, Y> for InImpl<On<'s>, F>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    F: FnMut(&mut X, &Y) -> R,
+    R: PrimalOutcome,
+{
+    fn __on(&self) -> On<'s> {
+        self.plan
+    }
+    fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()> {
+        (self.primal)(dst, src).into_result()
+    }
+}
+
+impl<'s, T, F, R> RawCopyRule<'s, T> for InImpl<(On<'s>, PtrCopy), F>
+where
+    T: Differentiable,
+    F: FnMut(*mut T, *const T) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, PtrCopy) {
+        self.plan
+    }
+    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
+        (self.primal)(dst, src).into_result()
+    }
+}
+
+impl<'s, X, Y, F, R> RegionRule<'s, X, Y> for InImpl<(On<'s>, Boxes, bool), F>
+where
+    X: ShadowMemory + ?Sized,
+    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    F: FnMut(&mut X, &Y) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, Boxes, bool) {
+        self.plan
+    }
+    fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()> {
+        (self.primal)(dst, src).into_result()
+    }
+}
+
+impl<'s, T, F, R> RawRegionRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+where
+    T: Differentiable,
+    F: FnMut(*mut T, *const T) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
+        self.plan
+    }
+    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
+        (self.primal)(dst, src).into_result()
+    }
+}
+
+impl<'s, X, F, R> MemsetRule<'s, X> for InImpl<(On<'s>, Boxes, bool), F>
+where
+    X: ShadowMemory + ?Sized,
+    F: FnMut(&mut X) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, Boxes, bool) {
+        self.plan
+    }
+    fn __primal(&mut self, dst: &mut X) -> Result<()> {
+        (self.primal)(dst).into_result()
+    }
+}
+
+impl<'s, T, F, R> RawMemsetRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+where
+    T: Differentiable,
+    F: FnMut(*mut T) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
+        self.plan
+    }
+    unsafe fn __primal(&mut self, dst: *mut T) -> Result<()> {
+        (self.primal)(dst).into_result()
+    }
+}
+
+impl<'s, X, F, R> FillRule<'s, X> for InImpl<(On<'s>, Boxes, bool), F>
+where
+    X: ShadowMemory + ?Sized,
+    F: FnMut(&mut X, X::Elem) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, Boxes, bool) {
+        self.plan
+    }
+    fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()> {
+        (self.primal)(dst, value).into_result()
+    }
+}
+
+impl<'s, T, F, R> RawFillRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+where
+    T: Differentiable,
+    F: FnMut(*mut T, T) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
+        self.plan
+    }
+    unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()> {
+        (self.primal)(dst, value).into_result()
+    }
+}
+
+impl<'s, X, Y, F, R> CollectiveRule<'s, X, Y> for InImpl<Collective<'s>, F>
+where
+    X: CollectiveDst + ?Sized,
+    Y: CollectiveSrc<Elem = X::Elem> + ?Sized,
+    F: FnMut(&mut X, &Y) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> Collective<'s> {
+        self.plan
+    }
+    fn __primal(&mut self, y: &mut X, x: &Y) -> Result<()> {
+        (self.primal)(y, x).into_result()
+    }
+}
+
+impl<'s, Y, F, R> SendRule<'s, Y> for InImpl<Collective<'s>, F>
+where
+    Y: CollectiveSrc + ?Sized,
+    F: FnMut(&Y) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> Collective<'s> {
+        self.plan
+    }
+    fn __primal(&mut self, x: &Y) -> Result<()> {
+        (self.primal)(x).into_result()
+    }
+}
+
+impl<'s, X, F, R> RecvRule<'s, X> for InImpl<Collective<'s>, F>
+where
+    X: CollectiveDst + ?Sized,
+    F: FnMut(&mut X) -> R,
+    R: PrimalOutcome,
+{
+    fn __plan(&self) -> Collective<'s> {
+        self.plan
+    }
+    fn __primal(&mut self, y: &mut X) -> Result<()> {
+        (self.primal)(y).into_result()
+    }
+}
