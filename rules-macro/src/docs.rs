@@ -34,7 +34,10 @@ impl<'a> Docs<'a> {
         let acts = self.activities();
         let buffers = acts.replace(", ", "` and `");
         let (call, holds) = if self.primal.starts_with("Self::") {
-            (format!("Self::{name}({})", args.join(", ")), "returns the rule object of")
+            (
+                format!("Self::{name}({})", args.join(", ")),
+                "returns the rule object of",
+            )
         } else {
             (format!("{name}({})", args.join(", ")), "holds")
         };
@@ -83,7 +86,11 @@ impl<'a> Docs<'a> {
 
     /// The activities the rules take, as their methods name them.
     fn activities(&self) -> &'static str {
-        match (self.plan.dst.is_some(), self.plan.src.is_some(), self.plan.value.is_some()) {
+        match (
+            self.plan.dst.is_some(),
+            self.plan.src.is_some(),
+            self.plan.value.is_some(),
+        ) {
             (true, true, _) => "dst, src",
             (true, false, true) => "dst, value",
             (true, false, false) => "dst",

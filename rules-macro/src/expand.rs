@@ -224,7 +224,10 @@ impl<'a> Generator<'a> {
                 let (n, cfg) = (&prm.name, &prm.cfg);
                 quote!(#(#cfg)* #n: #ty)
             });
-            let captures = self.lifetimes().into_iter().map(|l| quote!(+ #p::Captures<#l>));
+            let captures = self
+                .lifetimes()
+                .into_iter()
+                .map(|l| quote!(+ #p::Captures<#l>));
             let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
             return quote! {
                 #[doc = #doc]
@@ -284,9 +287,10 @@ impl<'a> Generator<'a> {
             .iter()
             .map(|&i| (&rule.params[i].name, &rule.params[i].cfg))
             .collect();
-        let fields = names.iter().zip(&self.rest_tys).map(|((n, cfg), ty)| {
-            quote!(#(#cfg)* #n: #ty)
-        });
+        let fields = names
+            .iter()
+            .zip(&self.rest_tys)
+            .map(|((n, cfg), ty)| quote!(#(#cfg)* #n: #ty));
         let fields: Vec<TokenStream> = fields.collect();
         let unnamed = self.unnamed_generics();
         let marker = quote!(__marker: #p::core::marker::PhantomData<fn() -> (#(#unnamed,)*)>);
@@ -347,7 +351,11 @@ impl<'a> Generator<'a> {
             ty.to_tokens(&mut tokens);
         }
         let used = idents(tokens);
-        let unnamed: Vec<String> = self.unnamed_generics().iter().map(Ident::to_string).collect();
+        let unnamed: Vec<String> = self
+            .unnamed_generics()
+            .iter()
+            .map(Ident::to_string)
+            .collect();
         let mut decl = Vec::new();
         let mut args = Vec::new();
         for l in &self.fresh {
@@ -400,7 +408,13 @@ impl<'a> Generator<'a> {
 
     /// Every lifetime the generated item declares (for `Captures` bounds).
     fn lifetimes(&self) -> Vec<Lifetime> {
-        let user = self.rule.func.sig.generics.lifetimes().map(|l| l.lifetime.clone());
+        let user = self
+            .rule
+            .func
+            .sig
+            .generics
+            .lifetimes()
+            .map(|l| l.lifetime.clone());
         self.fresh.iter().cloned().chain(user).collect()
     }
 
@@ -620,7 +634,11 @@ fn idents(tokens: TokenStream) -> Vec<String> {
             match tt {
                 TokenTree::Punct(p) => quote = p.as_char() == '\'',
                 TokenTree::Ident(i) => {
-                    out.push(if quote { format!("'{i}") } else { i.to_string() });
+                    out.push(if quote {
+                        format!("'{i}")
+                    } else {
+                        i.to_string()
+                    });
                     quote = false;
                 }
                 TokenTree::Group(g) => {
@@ -638,8 +656,8 @@ fn idents(tokens: TokenStream) -> Vec<String> {
 
 /// Primitive types, `Copy` by definition: passed through as they are.
 const PRIMITIVES: &[&str] = &[
-    "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128",
-    "f32", "f64", "bool", "char",
+    "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128", "f32",
+    "f64", "bool", "char",
 ];
 
 /// Whether `ty` is a primitive type by its name.

@@ -11,6 +11,7 @@
 //! comparison runs on a communicator of one rank (no transfer: what the rule adds to NCCL's call).
 //! `algbw` is NCCL-tests' algorithm bandwidth: the bytes of the reduce-scatter's input per second.
 
+use rules_runtime::CollectiveRule;
 use rules_runtime::cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use rules_runtime::cudarc::nccl::ReduceOp;
 use rules_runtime::nccl::{self, Comm};
@@ -43,10 +44,9 @@ fn one_rank(s: &Arc<CudaStream>, comm: &Comm, n: usize) -> R<(f64, f64)> {
     let mut y = s.alloc_zeros::<f32>(p * n)?;
     let mut dy = s.clone_htod(&vec![1.0f32; p * n])?;
     let mut out = s.alloc_zeros::<f32>(n)?;
-    let tape = gather_augmented_primal(
-        comm,
-        Duplicated::new(&x, &mut dx),
+    let tape = gather_rule(comm).augmented_primal(
         Duplicated::new(&mut y, &mut dy),
+        Duplicated::new(&x, &mut dx),
     )?;
     let (k, reps) = if n <= 1 << 20 { (20, 15) } else { (3, 9) };
     let nccl_us = median_us(s, k, reps, || {
@@ -57,11 +57,10 @@ fn one_rank(s: &Arc<CudaStream>, comm: &Comm, n: usize) -> R<(f64, f64)> {
         Ok(())
     })?;
     let rule_us = median_us(s, k, reps, || {
-        gather_reverse(
+        gather_rule(comm).reverse(
             tape,
-            comm,
-            Duplicated::new(&x, &mut dx),
             Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
         )?;
         Ok(())
     })?;

@@ -20,12 +20,10 @@
 //! and `download` the other way (`memcpy_dtoh`). The attribute generates `upload_forward`,
 //! `upload_augmented_primal` and `upload_reverse` beside it; this program calls the last two.
 
+use rules_runtime::CopyRule;
 use rules_runtime::Duplicated;
 use rules_runtime::cudarc::driver::CudaStream;
-use rules_tests::{
-    copy_slice_augmented_primal, copy_slice_reverse, download_augmented_primal, download_reverse,
-    upload_augmented_primal, upload_reverse,
-};
+use rules_tests::{copy_slice_rule, download_rule, upload_rule};
 use std::sync::Arc;
 
 /// `sum(abs2, download(upload(x)))` on the GPU, reverse mode: returns dx.
@@ -35,13 +33,11 @@ fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn st
     let (mut d, mut dd) = (s.alloc_zeros::<f32>(n)?, s.alloc_zeros::<f32>(n)?);
     let (mut h, mut dh) = (vec![0.0f32; n], vec![0.0f32; n]);
     // Forward sweep (augmented primals), keeping the tapes.
-    let t1 = upload_augmented_primal(
-        s,
+    let t1 = upload_rule(s).augmented_primal(
         Duplicated::new(&mut d, &mut dd),
         Duplicated::new(x, &mut dx[..]),
     )?;
-    let t2 = download_augmented_primal(
-        s,
+    let t2 = download_rule(s).augmented_primal(
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d, &mut dd),
     )?;
@@ -50,15 +46,13 @@ fn gpu_round_trip(s: &Arc<CudaStream>, x: &[f32]) -> Result<Vec<f32>, Box<dyn st
         *g += 2.0 * v;
     }
     // Reverse sweep, in the opposite order, on the copies' stream.
-    download_reverse(
+    download_rule(s).reverse(
         t2,
-        s,
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d, &mut dd),
     )?;
-    upload_reverse(
+    upload_rule(s).reverse(
         t1,
-        s,
         Duplicated::new(&mut d, &mut dd),
         Duplicated::new(x, &mut dx[..]),
     )?;
@@ -74,11 +68,11 @@ fn host_round_trip(x: &[f32]) -> Result<Vec<f32>, rules_runtime::Error> {
     let (mut d, mut dd) = (vec![0.0f32; n], vec![0.0f32; n]);
     let (mut h, mut dh) = (vec![0.0f32; n], vec![0.0f32; n]);
     // Forward sweep (augmented primals), keeping the tapes.
-    let t1 = copy_slice_augmented_primal(
+    let t1 = copy_slice_rule().augmented_primal(
         Duplicated::new(&mut d[..], &mut dd[..]),
         Duplicated::new(x, &mut dx[..]),
     )?;
-    let t2 = copy_slice_augmented_primal(
+    let t2 = copy_slice_rule().augmented_primal(
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d[..], &mut dd[..]),
     )?;
@@ -87,12 +81,12 @@ fn host_round_trip(x: &[f32]) -> Result<Vec<f32>, rules_runtime::Error> {
         *g += 2.0 * v;
     }
     // Reverse sweep, in the opposite order.
-    copy_slice_reverse(
+    copy_slice_rule().reverse(
         t2,
         Duplicated::new(&mut h[..], &mut dh[..]),
         Duplicated::new(&d[..], &mut dd[..]),
     )?;
-    copy_slice_reverse(
+    copy_slice_rule().reverse(
         t1,
         Duplicated::new(&mut d[..], &mut dd[..]),
         Duplicated::new(x, &mut dx[..]),

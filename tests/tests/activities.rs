@@ -12,10 +12,8 @@
 //! overwrite instead of an accumulate, or a forgotten zeroing changes an asserted value.
 
 use rules_runtime::{Const, Duplicated, DuplicatedOnly, derivative_rule};
-use rules_tests::{
-    add, copy_ptr_augmented_primal, copy_ptr_forward, copy_ptr_reverse,
-    copy_slice_augmented_primal, copy_slice_forward, copy_slice_reverse, lane_ptrs, lanes, ramp,
-};
+use rules_runtime::{CopyRule, RawCopyRule};
+use rules_tests::{add, copy_ptr_rule, copy_slice_rule, lane_ptrs, lanes, ramp};
 use std::cell::Cell;
 
 /// The activity of kind `$k` with primal `$p` and shadows `$s` (not evaluated for `Const`).
@@ -82,11 +80,12 @@ macro_rules! slice_combo {
             fn forward<T: rules_runtime::Differentiable>() {
                 let s = Start::<T, W>::new(N, N);
                 let (mut y, mut dx, mut dy) = (s.y.clone(), s.dx.clone(), s.dy.clone());
-                copy_slice_forward(
-                    act!($d, &mut y[..], lanes(&mut dy)),
-                    act!($s, &s.x[..], lanes(&mut dx)),
-                )
-                .unwrap();
+                copy_slice_rule()
+                    .forward(
+                        act!($d, &mut y[..], lanes(&mut dy)),
+                        act!($s, &s.x[..], lanes(&mut dx)),
+                    )
+                    .unwrap();
                 let y_expected = if primal_needed!($d) { &s.x } else { &s.y };
                 assert_eq!(
                     &y, y_expected,
@@ -109,11 +108,12 @@ macro_rules! slice_combo {
             fn reverse<T: rules_runtime::Differentiable>() {
                 let s = Start::<T, W>::new(N, N);
                 let (mut y, mut dx, mut dy) = (s.y.clone(), s.dx.clone(), s.dy.clone());
-                let tape = copy_slice_augmented_primal(
-                    act!($d, &mut y[..], lanes(&mut dy)),
-                    act!($s, &s.x[..], lanes(&mut dx)),
-                )
-                .unwrap();
+                let tape = copy_slice_rule()
+                    .augmented_primal(
+                        act!($d, &mut y[..], lanes(&mut dy)),
+                        act!($s, &s.x[..], lanes(&mut dx)),
+                    )
+                    .unwrap();
                 let y_expected = if primal_needed!($d) { &s.x } else { &s.y };
                 assert_eq!(
                     &y, y_expected,
@@ -128,12 +128,13 @@ macro_rules! slice_combo {
                 assert_eq!(tape.width(), if active!($d) { W } else { 0 });
                 assert_eq!(tape.primal_ran(), primal_needed!($d));
                 // The cotangent seed of dst is its shadow's current (nonzero) value, s.dy.
-                copy_slice_reverse(
-                    tape,
-                    act!($d, &mut y[..], lanes(&mut dy)),
-                    act!($s, &s.x[..], lanes(&mut dx)),
-                )
-                .unwrap();
+                copy_slice_rule()
+                    .reverse(
+                        tape,
+                        act!($d, &mut y[..], lanes(&mut dy)),
+                        act!($s, &s.x[..], lanes(&mut dx)),
+                    )
+                    .unwrap();
                 assert_eq!(&y, y_expected, "the reverse writes no primal");
                 for k in 0..W {
                     let (dx_expected, dy_expected) = if !active!($d) {
@@ -186,12 +187,9 @@ macro_rules! ptr_combo {
                 let s = Start::<T, W>::new(SLEN, DLEN);
                 let (mut y, mut dx, mut dy) = (s.y.clone(), s.dx.clone(), s.dy.clone());
                 unsafe {
-                    copy_ptr_forward(
+                    copy_ptr_rule(DOFF, SOFF, N).forward(
                         act!($d, y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                        DOFF,
                         act!($s, s.x.as_ptr(), lane_ptrs(&mut dx)),
-                        SOFF,
-                        N,
                     )
                 }
                 .unwrap();
@@ -219,12 +217,9 @@ macro_rules! ptr_combo {
                 let s = Start::<T, W>::new(SLEN, DLEN);
                 let (mut y, mut dx, mut dy) = (s.y.clone(), s.dx.clone(), s.dy.clone());
                 let tape = unsafe {
-                    copy_ptr_augmented_primal(
+                    copy_ptr_rule(DOFF, SOFF, N).augmented_primal(
                         act!($d, y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                        DOFF,
                         act!($s, s.x.as_ptr(), lane_ptrs(&mut dx)),
-                        SOFF,
-                        N,
                     )
                 }
                 .unwrap();
@@ -246,13 +241,10 @@ macro_rules! ptr_combo {
                 assert_eq!(tape.width(), if active!($d) { W } else { 0 });
                 assert_eq!(tape.primal_ran(), primal_needed!($d));
                 unsafe {
-                    copy_ptr_reverse(
+                    copy_ptr_rule(DOFF, SOFF, N).reverse(
                         tape,
                         act!($d, y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                        DOFF,
                         act!($s, s.x.as_ptr(), lane_ptrs(&mut dx)),
-                        SOFF,
-                        N,
                     )
                 }
                 .unwrap();
@@ -339,12 +331,12 @@ fn forward_runs_the_primal_once_and_the_copy_once_per_active_lane() {
     let mut dy = [vec![0.0; 2], vec![0.0; 2], vec![0.0; 2]];
     let mut dx = [vec![1.0, 1.5], vec![2.0, 2.5], vec![3.0, 3.5]];
     let calls = Cell::new(0);
-    counted_copy_forward(
-        &calls,
-        Duplicated::batch(&mut y[..], lanes(&mut dy)),
-        Duplicated::batch(&x[..], lanes(&mut dx)),
-    )
-    .unwrap();
+    counted_copy_rule(&calls)
+        .forward(
+            Duplicated::batch(&mut y[..], lanes(&mut dy)),
+            Duplicated::batch(&x[..], lanes(&mut dx)),
+        )
+        .unwrap();
     assert_eq!(
         calls.get(),
         1 + 3,
@@ -353,21 +345,18 @@ fn forward_runs_the_primal_once_and_the_copy_once_per_active_lane() {
     assert_eq!(dy, dx);
 
     calls.set(0);
-    counted_copy_forward(
-        &calls,
-        DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
-        Duplicated::batch(&x[..], lanes(&mut dx)),
-    )
-    .unwrap();
+    counted_copy_rule(&calls)
+        .forward(
+            DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
+            Duplicated::batch(&x[..], lanes(&mut dx)),
+        )
+        .unwrap();
     assert_eq!(calls.get(), 3, "DuplicatedOnly skips the primal copy");
 
     calls.set(0);
-    counted_copy_forward(
-        &calls,
-        Duplicated::batch(&mut y[..], lanes(&mut dy)),
-        Const(&x[..]),
-    )
-    .unwrap();
+    counted_copy_rule(&calls)
+        .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(&x[..]))
+        .unwrap();
     assert_eq!(
         calls.get(),
         1,
@@ -381,30 +370,30 @@ fn reverse_runs_no_primal_copy() {
     let x = [1.0, 2.0];
     let (mut y, mut dy, mut dx) = ([0.0; 2], [5.0, 6.0], [0.5, 0.25]);
     let calls = Cell::new(0);
-    let tape = counted_copy_augmented_primal(
-        &calls,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    let tape = counted_copy_rule(&calls)
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!(calls.get(), 1);
-    counted_copy_reverse(
-        tape,
-        &calls,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    counted_copy_rule(&calls)
+        .reverse(
+            tape,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!(calls.get(), 1, "the reverse is shadow work only");
     assert_eq!((dx, dy), ([5.5, 6.25], [0.0; 2]));
 
     calls.set(0);
-    let tape = counted_copy_augmented_primal(
-        &calls,
-        DuplicatedOnly::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    let tape = counted_copy_rule(&calls)
+        .augmented_primal(
+            DuplicatedOnly::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!(calls.get(), 0, "DuplicatedOnly skips the primal copy");
     assert!(!tape.primal_ran());
 }
@@ -427,24 +416,27 @@ fn vec_buffers_forward_and_reverse() {
     let x = vec![1.0, 2.0, 3.0];
     let (mut y, mut dy) = (vec![0.0; 3], vec![7.0; 3]);
     let mut dx = vec![0.5, -0.5, 0.25];
-    copy_vec_forward(
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    copy_vec_rule()
+        .forward(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     assert_eq!((&y, &dy), (&x, &dx));
     dy = vec![10.0, 20.0, 30.0];
-    let tape = copy_vec_augmented_primal(
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
-    copy_vec_reverse(
-        tape,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    let tape = copy_vec_rule()
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
+    copy_vec_rule()
+        .reverse(
+            tape,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     assert_eq!((dx, dy), (vec![10.5, 19.5, 30.25], vec![0.0; 3]));
 }
 
@@ -455,17 +447,22 @@ fn array_buffers_forward_and_reverse() {
     let x = h([1.0, 2.0, 3.0, 4.0]);
     let (mut y, mut dy) = (h([0.0; 4]), h([9.0; 4]));
     let mut dx = h([0.5, 0.25, -1.0, 2.0]);
-    copy_array_forward(
-        DuplicatedOnly::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    copy_array_rule()
+        .forward(
+            DuplicatedOnly::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     assert_eq!(y, h([0.0; 4]), "DuplicatedOnly: the primal copy is skipped");
     assert_eq!(dy, dx);
     dy = h([1.0, 1.0, 1.0, 1.0]);
-    let tape = copy_array_augmented_primal(Duplicated::new(&mut y, &mut dy), Const(&x)).unwrap();
+    let tape = copy_array_rule()
+        .augmented_primal(Duplicated::new(&mut y, &mut dy), Const(&x))
+        .unwrap();
     assert_eq!(y, x);
-    copy_array_reverse(tape, Duplicated::new(&mut y, &mut dy), Const(&x)).unwrap();
+    copy_array_rule()
+        .reverse(tape, Duplicated::new(&mut y, &mut dy), Const(&x))
+        .unwrap();
     assert_eq!((dx, dy), (h([0.5, 0.25, -1.0, 2.0]), h([0.0; 4])));
 }
 
@@ -475,17 +472,19 @@ fn one_rule_serves_an_engine_and_a_hand_written_backward_pass() {
     use num_complex::Complex;
     let x = [1.0f32, 2.0];
     let (mut y, mut dy, mut dx) = ([0.0f32; 2], [3.0f32, 4.0], [1.0f32, 1.0]);
-    let t = copy_slice_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
-    copy_slice_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    let t = copy_slice_rule()
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
+    copy_slice_rule()
+        .reverse(
+            t,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!((dx, dy), ([4.0, 5.0], [0.0, 0.0]));
 
     let c = |re: f32, im: f32| Complex::new(re, im);
@@ -493,18 +492,20 @@ fn one_rule_serves_an_engine_and_a_hand_written_backward_pass() {
     let mut yc = [c(0.0, 0.0)];
     let mut dyc = [vec![c(1.0, 2.0)], vec![c(3.0, 4.0)], vec![c(5.0, 6.0)]];
     let mut dxc = [vec![c(0.5, 0.5)], vec![c(0.0, 0.0)], vec![c(-1.0, 0.0)]];
-    let t = copy_slice_augmented_primal(
-        Duplicated::batch(&mut yc[..], lanes(&mut dyc)),
-        Duplicated::batch(&xc[..], lanes(&mut dxc)),
-    )
-    .unwrap();
+    let t = copy_slice_rule()
+        .augmented_primal(
+            Duplicated::batch(&mut yc[..], lanes(&mut dyc)),
+            Duplicated::batch(&xc[..], lanes(&mut dxc)),
+        )
+        .unwrap();
     assert_eq!(yc, xc);
-    copy_slice_reverse(
-        t,
-        Duplicated::batch(&mut yc[..], lanes(&mut dyc)),
-        Duplicated::batch(&xc[..], lanes(&mut dxc)),
-    )
-    .unwrap();
+    copy_slice_rule()
+        .reverse(
+            t,
+            Duplicated::batch(&mut yc[..], lanes(&mut dyc)),
+            Duplicated::batch(&xc[..], lanes(&mut dxc)),
+        )
+        .unwrap();
     assert_eq!(
         dxc,
         [vec![c(1.5, 2.5)], vec![c(3.0, 4.0)], vec![c(4.0, 6.0)]]

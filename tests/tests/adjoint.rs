@@ -13,10 +13,8 @@
 
 use rules_runtime::testing::{adjoint_check, finite_difference_check, random_vec};
 use rules_runtime::{Const, Differentiable, Duplicated, DuplicatedOnly, Result};
-use rules_tests::{
-    Rng, copy_ptr_augmented_primal, copy_ptr_forward, copy_ptr_reverse,
-    copy_slice_augmented_primal, copy_slice_forward, copy_slice_reverse, lane_ptrs, lanes, ramp,
-};
+use rules_runtime::{CopyRule, RawCopyRule};
+use rules_tests::{Rng, copy_ptr_rule, copy_slice_rule, lane_ptrs, lanes, ramp};
 
 #[derive(Clone, Copy, Debug)]
 enum Shape {
@@ -96,7 +94,7 @@ impl Case {
     fn forward<T: Differentiable, const W: usize>(&self, b: &mut Bufs<T, W>) -> Result<()> {
         let (d, s, n) = (self.doff, self.soff, self.n);
         match self.shape {
-            Shape::Slice => copy_slice_forward(
+            Shape::Slice => copy_slice_rule().forward(
                 Duplicated::batch(
                     &mut b.y[d..d + n],
                     b.dy.each_mut().map(|v| &mut v[d..d + n]),
@@ -104,12 +102,9 @@ impl Case {
                 Duplicated::batch(&b.x[s..s + n], b.dx.each_mut().map(|v| &mut v[s..s + n])),
             ),
             Shape::Pointer => unsafe {
-                copy_ptr_forward(
+                copy_ptr_rule(d, s, n).forward(
                     Duplicated::batch(b.y.as_mut_ptr(), lane_ptrs(&mut b.dy)),
-                    d,
                     Duplicated::batch(b.x.as_ptr(), lane_ptrs(&mut b.dx)),
-                    s,
-                    n,
                 )
             },
         }
@@ -124,7 +119,7 @@ impl Case {
         let (d, s, n) = (self.doff, self.soff, self.n);
         match self.shape {
             Shape::Slice => {
-                let tape = copy_slice_augmented_primal(
+                let tape = copy_slice_rule().augmented_primal(
                     Duplicated::batch(
                         &mut b.y[d..d + n],
                         b.dy.each_mut().map(|v| &mut v[d..d + n]),
@@ -132,7 +127,7 @@ impl Case {
                     Duplicated::batch(&b.x[s..s + n], b.dx.each_mut().map(|v| &mut v[s..s + n])),
                 )?;
                 seed(b);
-                copy_slice_reverse(
+                copy_slice_rule().reverse(
                     tape,
                     Duplicated::batch(
                         &mut b.y[d..d + n],
@@ -142,21 +137,15 @@ impl Case {
                 )
             }
             Shape::Pointer => unsafe {
-                let tape = copy_ptr_augmented_primal(
+                let tape = copy_ptr_rule(d, s, n).augmented_primal(
                     Duplicated::batch(b.y.as_mut_ptr(), lane_ptrs(&mut b.dy)),
-                    d,
                     Duplicated::batch(b.x.as_ptr(), lane_ptrs(&mut b.dx)),
-                    s,
-                    n,
                 )?;
                 seed(b);
-                copy_ptr_reverse(
+                copy_ptr_rule(d, s, n).reverse(
                     tape,
                     Duplicated::batch(b.y.as_mut_ptr(), lane_ptrs(&mut b.dy)),
-                    d,
                     Duplicated::batch(b.x.as_ptr(), lane_ptrs(&mut b.dx)),
-                    s,
-                    n,
                 )
             },
         }
@@ -288,7 +277,7 @@ fn adjoint_duplicated_only<T: Differentiable>(n: usize, seed: u64) {
         let mut y = y_old.clone();
         let mut dx: [Vec<T>; W] = core::array::from_fn(|k| v[2 * n * k..][..n].to_vec());
         let mut dy: [Vec<T>; W] = core::array::from_fn(|k| v[2 * n * k + n..][..n].to_vec());
-        copy_slice_forward(
+        copy_slice_rule().forward(
             DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
             DuplicatedOnly::batch(&x[..], lanes(&mut dx)),
         )?;
@@ -299,12 +288,12 @@ fn adjoint_duplicated_only<T: Differentiable>(n: usize, seed: u64) {
         let mut y = y_old.clone();
         let mut dx: [Vec<T>; W] = core::array::from_fn(|_| vec![T::zero(); n]);
         let mut dy: [Vec<T>; W] = core::array::from_fn(|_| vec![T::zero(); n]);
-        let tape = copy_slice_augmented_primal(
+        let tape = copy_slice_rule().augmented_primal(
             DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
             DuplicatedOnly::batch(&x[..], lanes(&mut dx)),
         )?;
         dy = core::array::from_fn(|k| w[n * k..][..n].to_vec());
-        copy_slice_reverse(
+        copy_slice_rule().reverse(
             tape,
             DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
             DuplicatedOnly::batch(&x[..], lanes(&mut dx)),
@@ -335,18 +324,18 @@ fn adjoint_check_catches_a_forward_rule_that_drops_the_derivative() {
     let x: Vec<f64> = random_vec(n, 5);
     let jvp = |_: &[f64]| -> Result<Vec<f64>> {
         let (mut y, mut dy) = (vec![0.0; n], vec![1.0; n]);
-        copy_slice_forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))?;
+        copy_slice_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))?;
         assert_eq!(dy, vec![0.0; n]);
         Ok(dy)
     };
     let vjp = |w: &[f64]| -> Result<Vec<f64>> {
         let (mut y, mut dy, mut dx) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        let t = copy_slice_augmented_primal(
+        let t = copy_slice_rule().augmented_primal(
             Duplicated::new(&mut y[..], &mut dy[..]),
             Duplicated::new(&x[..], &mut dx[..]),
         )?;
         dy.copy_from_slice(w);
-        copy_slice_reverse(
+        copy_slice_rule().reverse(
             t,
             Duplicated::new(&mut y[..], &mut dy[..]),
             Duplicated::new(&x[..], &mut dx[..]),
@@ -370,7 +359,7 @@ where
     };
     let jvp = |x: &[T], v: &[T]| -> Result<Vec<T>> {
         let (mut y, mut dy, mut dx) = (vec![T::zero(); n], vec![T::zero(); n], v.to_vec());
-        copy_slice_forward(
+        copy_slice_rule().forward(
             Duplicated::new(&mut y[..], &mut dy[..]),
             Duplicated::new(x, &mut dx[..]),
         )?;
@@ -401,19 +390,13 @@ fn finite_differences_of_a_round_trip_through_views() {
         let (mut out, mut dout) = (vec![0.0; n + 2], vec![0.0; n + 2]);
         let mut dx = v.to_vec();
         unsafe {
-            copy_ptr_forward(
+            copy_ptr_rule(5, 0, n).forward(
                 Duplicated::new(mid.as_mut_ptr(), dmid.as_mut_ptr()),
-                5,
                 Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-                0,
-                n,
             )?;
-            copy_ptr_forward(
+            copy_ptr_rule(1, 5, n).forward(
                 Duplicated::new(out.as_mut_ptr(), dout.as_mut_ptr()),
-                1,
                 Duplicated::new(mid.as_ptr(), dmid.as_mut_ptr()),
-                5,
-                n,
             )?;
         }
         Ok((out[1..=n].to_vec(), dout[1..=n].to_vec()))

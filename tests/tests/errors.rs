@@ -4,9 +4,8 @@
 //! the primal copy is never called); a primal's own error surfaces as `Error::Primal`.
 
 use rules_runtime::{Const, Duplicated, DuplicatedOnly, Error, derivative_rule};
-use rules_tests::{
-    copy_slice_augmented_primal, copy_slice_forward, copy_slice_reverse, lane_ptrs, lanes, ramp,
-};
+use rules_runtime::{CopyRule, RawCopyRule};
+use rules_tests::{copy_slice_rule, lane_ptrs, lanes, ramp};
 use std::cell::Cell;
 
 /// A host pointer copy that tolerates aliasing (`ptr::copy`) and counts its calls.
@@ -39,36 +38,21 @@ fn self_copy_keeps_its_cotangent_width_1() {
     let calls = Cell::new(0);
     let (p, dp) = (v.as_mut_ptr(), dv.as_mut_ptr());
     unsafe {
-        copy_within_forward(
-            &calls,
-            Duplicated::new(p, dp),
-            2,
-            Duplicated::new(p as *const f64, dp),
-            2,
-            4,
-        )
-        .unwrap();
-        let tape = copy_within_augmented_primal(
-            &calls,
-            Duplicated::new(p, dp),
-            2,
-            Duplicated::new(p as *const f64, dp),
-            2,
-            4,
-        )
-        .unwrap();
+        copy_within_rule(&calls, 2, 2, 4)
+            .forward(Duplicated::new(p, dp), Duplicated::new(p as *const f64, dp))
+            .unwrap();
+        let tape = copy_within_rule(&calls, 2, 2, 4)
+            .augmented_primal(Duplicated::new(p, dp), Duplicated::new(p as *const f64, dp))
+            .unwrap();
         // The cotangent arriving at v (its shadow's value) must still be there after the reverse:
         // not doubled (accumulate) and then zeroed, which would lose the gradient.
-        copy_within_reverse(
-            tape,
-            &calls,
-            Duplicated::new(p, dp),
-            2,
-            Duplicated::new(p as *const f64, dp),
-            2,
-            4,
-        )
-        .unwrap();
+        copy_within_rule(&calls, 2, 2, 4)
+            .reverse(
+                tape,
+                Duplicated::new(p, dp),
+                Duplicated::new(p as *const f64, dp),
+            )
+            .unwrap();
     }
     assert_eq!(v, v0);
     assert_eq!(dv, dv0, "a self-copy's derivative is the identity");
@@ -83,35 +67,26 @@ fn self_copy_keeps_its_cotangent_width_3() {
     let p = v.as_mut_ptr();
     let dps = lane_ptrs(&mut dv);
     unsafe {
-        copy_within_forward(
-            &calls,
-            Duplicated::batch(p, dps),
-            0,
-            Duplicated::batch(p as *const f64, dps),
-            0,
-            6,
-        )
-        .unwrap();
+        copy_within_rule(&calls, 0, 0, 6)
+            .forward(
+                Duplicated::batch(p, dps),
+                Duplicated::batch(p as *const f64, dps),
+            )
+            .unwrap();
         assert_eq!(dv, dv0, "forward: d_dst ← d_src is the identity");
-        let tape = copy_within_augmented_primal(
-            &calls,
-            DuplicatedOnly::batch(p, dps),
-            0,
-            Duplicated::batch(p as *const f64, dps),
-            0,
-            6,
-        )
-        .unwrap();
-        copy_within_reverse(
-            tape,
-            &calls,
-            DuplicatedOnly::batch(p, dps),
-            0,
-            Duplicated::batch(p as *const f64, dps),
-            0,
-            6,
-        )
-        .unwrap();
+        let tape = copy_within_rule(&calls, 0, 0, 6)
+            .augmented_primal(
+                DuplicatedOnly::batch(p, dps),
+                Duplicated::batch(p as *const f64, dps),
+            )
+            .unwrap();
+        copy_within_rule(&calls, 0, 0, 6)
+            .reverse(
+                tape,
+                DuplicatedOnly::batch(p, dps),
+                Duplicated::batch(p as *const f64, dps),
+            )
+            .unwrap();
     }
     assert_eq!(dv, dv0, "reverse: the cotangent is kept in every lane");
 }
@@ -124,48 +99,36 @@ fn self_copy_inside_the_seed_round_trip_still_gives_2x() {
     let (mut y, mut dy) = ([0.0; 4], [0.0; 4]);
     let calls = Cell::new(0);
     unsafe {
-        let t1 = copy_within_augmented_primal(
-            &calls,
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            0,
-            Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-            0,
-            4,
-        )
-        .unwrap();
+        let t1 = copy_within_rule(&calls, 0, 0, 4)
+            .augmented_primal(
+                Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+                Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+            )
+            .unwrap();
         let (py, pdy) = (y.as_mut_ptr(), dy.as_mut_ptr());
-        let t2 = copy_within_augmented_primal(
-            &calls,
-            Duplicated::new(py, pdy),
-            0,
-            Duplicated::new(py as *const f64, pdy),
-            0,
-            4,
-        )
-        .unwrap();
+        let t2 = copy_within_rule(&calls, 0, 0, 4)
+            .augmented_primal(
+                Duplicated::new(py, pdy),
+                Duplicated::new(py as *const f64, pdy),
+            )
+            .unwrap();
         for i in 0..4 {
             *pdy.add(i) = 2.0 * *py.add(i);
         }
-        copy_within_reverse(
-            t2,
-            &calls,
-            Duplicated::new(py, pdy),
-            0,
-            Duplicated::new(py as *const f64, pdy),
-            0,
-            4,
-        )
-        .unwrap();
-        copy_within_reverse(
-            t1,
-            &calls,
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            0,
-            Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-            0,
-            4,
-        )
-        .unwrap();
+        copy_within_rule(&calls, 0, 0, 4)
+            .reverse(
+                t2,
+                Duplicated::new(py, pdy),
+                Duplicated::new(py as *const f64, pdy),
+            )
+            .unwrap();
+        copy_within_rule(&calls, 0, 0, 4)
+            .reverse(
+                t1,
+                Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+                Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+            )
+            .unwrap();
     }
     assert_eq!(dx, [2.0, -4.0, 1.0, 6.0]);
     assert_eq!(dy, [0.0; 4]);
@@ -180,25 +143,16 @@ fn disjoint_ranges_of_one_buffer_are_an_ordinary_copy() {
     let calls = Cell::new(0);
     let (p, dp) = (v.as_mut_ptr(), dv.as_mut_ptr());
     unsafe {
-        let tape = copy_within_augmented_primal(
-            &calls,
-            Duplicated::new(p, dp),
-            0,
-            Duplicated::new(p as *const f64, dp),
-            5,
-            3,
-        )
-        .unwrap();
-        copy_within_reverse(
-            tape,
-            &calls,
-            Duplicated::new(p, dp),
-            0,
-            Duplicated::new(p as *const f64, dp),
-            5,
-            3,
-        )
-        .unwrap();
+        let tape = copy_within_rule(&calls, 0, 5, 3)
+            .augmented_primal(Duplicated::new(p, dp), Duplicated::new(p as *const f64, dp))
+            .unwrap();
+        copy_within_rule(&calls, 0, 5, 3)
+            .reverse(
+                tape,
+                Duplicated::new(p, dp),
+                Duplicated::new(p as *const f64, dp),
+            )
+            .unwrap();
     }
     assert_eq!(v[..3], v[5..]);
     let mut expected = dv0.clone();
@@ -230,11 +184,12 @@ macro_rules! assert_partial_overlap_everywhere {
             other => panic!("{mode}: expected PartialOverlap, got {other:?}"),
         };
         check(
-            unsafe { copy_within_forward(&calls, $dst, $doff, $src, $soff, $n) },
+            unsafe { copy_within_rule(&calls, $doff, $soff, $n).forward($dst, $src) },
             "forward",
         );
         check(
-            unsafe { copy_within_augmented_primal(&calls, $dst, $doff, $src, $soff, $n) }.map(drop),
+            unsafe { copy_within_rule(&calls, $doff, $soff, $n).augmented_primal($dst, $src) }
+                .map(drop),
             "augmented primal",
         );
         // A tape with the right shape, from a valid copy between other buffers.
@@ -246,28 +201,20 @@ macro_rules! assert_partial_overlap_everywhere {
             let ptrs = lane_ptrs(&mut da);
             unsafe {
                 match width {
-                    1 => copy_within_augmented_primal(
-                        &Cell::new(0),
+                    1 => copy_within_rule(&Cell::new(0), $doff, $soff, $n).augmented_primal(
                         Duplicated::new(a.as_mut_ptr(), ptrs[0]),
-                        $doff,
                         Const(b.as_ptr()),
-                        $soff,
-                        $n,
                     ),
-                    _ => copy_within_augmented_primal(
-                        &Cell::new(0),
+                    _ => copy_within_rule(&Cell::new(0), $doff, $soff, $n).augmented_primal(
                         Duplicated::batch(a.as_mut_ptr(), ptrs),
-                        $doff,
                         Const(b.as_ptr()),
-                        $soff,
-                        $n,
                     ),
                 }
             }
             .unwrap()
         };
         check(
-            unsafe { copy_within_reverse(tape, &calls, $dst, $doff, $src, $soff, $n) },
+            unsafe { copy_within_rule(&calls, $doff, $soff, $n).reverse(tape, $dst, $src) },
             "reverse",
         );
         assert_eq!(calls.get(), 0, "no primal copy ran");
@@ -337,14 +284,8 @@ fn a_zero_length_copy_never_overlaps() {
     let calls = Cell::new(0);
     let (p, dp) = (v.as_mut_ptr(), dv.as_mut_ptr());
     unsafe {
-        copy_within_forward(
-            &calls,
-            Duplicated::new(p, dp),
-            0,
-            Duplicated::new(p as *const f64, dp),
-            1,
-            0,
-        )
+        copy_within_rule(&calls, 0, 1, 0)
+            .forward(Duplicated::new(p, dp), Duplicated::new(p as *const f64, dp))
     }
     .unwrap();
     assert_eq!((v, dv), (v0, dv0));
@@ -373,17 +314,17 @@ fn dst_and_src_of_different_lengths_are_refused() {
     let mut y = ramp::<f32>(4, 10.0);
     let (mut dx, mut dy) = (ramp::<f32>(5, 20.0), ramp::<f32>(4, 30.0));
     let before = (x.clone(), y.clone(), dx.clone(), dy.clone());
-    let r = copy_slice_forward(
+    let r = copy_slice_rule().forward(
         Duplicated::new(&mut y[..], &mut dy[..]),
         Duplicated::new(&x[..], &mut dx[..]),
     );
     assert_length_mismatch(r, 5, 4, "dst");
-    let r = copy_slice_augmented_primal(
+    let r = copy_slice_rule().augmented_primal(
         Duplicated::new(&mut y[..], &mut dy[..]),
         Duplicated::new(&x[..], &mut dx[..]),
     );
     assert_length_mismatch(r.map(drop), 5, 4, "dst");
-    let r = copy_slice_forward(Const(&mut y[..]), Const(&x[..]));
+    let r = copy_slice_rule().forward(Const(&mut y[..]), Const(&x[..]));
     assert_length_mismatch(r, 5, 4, "dst");
     assert_eq!((x, y, dx, dy), before);
 }
@@ -401,11 +342,12 @@ fn a_shadow_of_the_wrong_length_is_refused_in_every_mode() {
             [vec![0.0; n], vec![0.0; n], vec![0.0; n]],
             [vec![0.0; n], vec![0.0; n], vec![0.0; n]],
         );
-        copy_slice_augmented_primal(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Duplicated::batch(&x[..], lanes(&mut dx)),
-        )
-        .unwrap()
+        copy_slice_rule()
+            .augmented_primal(
+                Duplicated::batch(&mut y[..], lanes(&mut dy)),
+                Duplicated::batch(&x[..], lanes(&mut dx)),
+            )
+            .unwrap()
     };
     for short in ["dst", "src"] {
         let mut y = y0.clone();
@@ -418,17 +360,17 @@ fn a_shadow_of_the_wrong_length_is_refused_in_every_mode() {
         }
         let before = (y.clone(), dy.clone(), dx.clone());
         let what = format!("`{short}` (lane 2)");
-        let r = copy_slice_forward(
+        let r = copy_slice_rule().forward(
             Duplicated::batch(&mut y[..], lanes(&mut dy)),
             Duplicated::batch(&x[..], lanes(&mut dx)),
         );
         assert_length_mismatch(r, n, n - 1, &what);
-        let r = copy_slice_augmented_primal(
+        let r = copy_slice_rule().augmented_primal(
             DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
             DuplicatedOnly::batch(&x[..], lanes(&mut dx)),
         );
         assert_length_mismatch(r.map(drop), n, n - 1, &what);
-        let r = copy_slice_reverse(
+        let r = copy_slice_rule().reverse(
             good_tape,
             Duplicated::batch(&mut y[..], lanes(&mut dy)),
             Duplicated::batch(&x[..], lanes(&mut dx)),
@@ -444,7 +386,7 @@ fn a_source_shadow_of_the_wrong_length_is_refused_even_with_a_const_destination(
     let mut y = ramp::<f32>(3, 10.0);
     let mut dx = ramp::<f32>(2, 20.0);
     let (y0, dx0) = (y.clone(), dx.clone());
-    let r = copy_slice_forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]));
+    let r = copy_slice_rule().forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]));
     assert_length_mismatch(r, 3, 2, "src");
     assert_eq!((y, dx), (y0, dx0), "not even the primal copy ran");
 }
@@ -463,17 +405,18 @@ fn assert_tape_mismatch(r: Result<(), Error>) {
 fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     let x4 = ramp::<f64>(4, 1.0);
     let (mut y4, mut dy4, mut dx4) = (vec![0.0; 4], vec![0.0; 4], vec![0.0; 4]);
-    let tape_n4 = copy_slice_augmented_primal(
-        Duplicated::new(&mut y4[..], &mut dy4[..]),
-        Duplicated::new(&x4[..], &mut dx4[..]),
-    )
-    .unwrap();
+    let tape_n4 = copy_slice_rule()
+        .augmented_primal(
+            Duplicated::new(&mut y4[..], &mut dy4[..]),
+            Duplicated::new(&x4[..], &mut dx4[..]),
+        )
+        .unwrap();
     assert_eq!((tape_n4.n(), tape_n4.width()), (4, 1));
 
     // Another length.
     let x3 = ramp::<f64>(3, 1.0);
     let (mut y3, mut dy3, mut dx3) = (vec![0.5; 3], vec![2.0; 3], vec![3.0; 3]);
-    let r = copy_slice_reverse(
+    let r = copy_slice_rule().reverse(
         tape_n4,
         Duplicated::new(&mut y3[..], &mut dy3[..]),
         Duplicated::new(&x3[..], &mut dx3[..]),
@@ -485,14 +428,14 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     dy4 = vec![2.0; 4];
     let mut dy = [vec![2.0; 4], vec![2.0; 4], vec![2.0; 4]];
     let mut dx = [vec![3.0; 4], vec![3.0; 4], vec![3.0; 4]];
-    let r = copy_slice_reverse(
+    let r = copy_slice_rule().reverse(
         tape_n4,
         Duplicated::batch(&mut y4[..], lanes(&mut dy)),
         Duplicated::batch(&x4[..], lanes(&mut dx)),
     );
     assert_tape_mismatch(r);
     assert!(dy.iter().all(|l| l[..] == [2.0; 4]) && dx.iter().all(|l| l[..] == [3.0; 4]));
-    let r = copy_slice_reverse(
+    let r = copy_slice_rule().reverse(
         tape_n4,
         Const(&mut y4[..]),
         Duplicated::new(&x4[..], &mut dx4[..]),
@@ -501,12 +444,13 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     assert_eq!((&dy4, &dx4), (&vec![2.0; 4], &vec![0.0; 4]));
 
     // The matching arguments are accepted.
-    copy_slice_reverse(
-        tape_n4,
-        Duplicated::new(&mut y4[..], &mut dy4[..]),
-        Duplicated::new(&x4[..], &mut dx4[..]),
-    )
-    .unwrap();
+    copy_slice_rule()
+        .reverse(
+            tape_n4,
+            Duplicated::new(&mut y4[..], &mut dy4[..]),
+            Duplicated::new(&x4[..], &mut dx4[..]),
+        )
+        .unwrap();
     assert_eq!((dy4, dx4), (vec![0.0; 4], vec![2.0; 4]));
 }
 
@@ -517,13 +461,9 @@ fn a_pointer_tape_with_other_offsets_is_refused_and_changes_nothing() {
     let (mut dx, mut dy) = (ramp::<f64>(8, 20.0), ramp::<f64>(8, 30.0));
     let calls = Cell::new(0);
     let tape = unsafe {
-        copy_within_augmented_primal(
-            &calls,
+        copy_within_rule(&calls, 1, 2, 3).augmented_primal(
             Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            1,
             Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-            2,
-            3,
         )
     }
     .unwrap();
@@ -531,14 +471,10 @@ fn a_pointer_tape_with_other_offsets_is_refused_and_changes_nothing() {
     let before = (y.clone(), dy.clone(), dx.clone());
     for (doff, soff, n) in [(2, 1, 3), (1, 2, 4), (0, 2, 3)] {
         let r = unsafe {
-            copy_within_reverse(
+            copy_within_rule(&calls, doff, soff, n).reverse(
                 tape,
-                &calls,
                 Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-                doff,
                 Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-                soff,
-                n,
             )
         };
         assert_tape_mismatch(r);
@@ -590,8 +526,7 @@ fn assert_primal_error(r: Result<(), Error>) {
 fn a_failing_primal_surfaces_as_error_primal() {
     let x = [1.0f32, 2.0];
     let (mut y, mut dy, mut dx) = ([0.0f32; 2], [5.0f32; 2], [7.0f32; 2]);
-    assert_primal_error(fallible_copy_forward(
-        true,
+    assert_primal_error(fallible_copy_rule(true).forward(
         Duplicated::new(&mut y[..], &mut dy[..]),
         Duplicated::new(&x[..], &mut dx[..]),
     ));
@@ -600,27 +535,23 @@ fn a_failing_primal_surfaces_as_error_primal() {
         "no tangent is written after the primal failed"
     );
     // With a DuplicatedOnly destination the primal is skipped, but the tangent copy fails the same.
-    assert_primal_error(fallible_copy_forward(
-        true,
+    assert_primal_error(fallible_copy_rule(true).forward(
         DuplicatedOnly::new(&mut y[..], &mut dy[..]),
         Duplicated::new(&x[..], &mut dx[..]),
     ));
     assert_primal_error(
-        fallible_copy_augmented_primal(
-            true,
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Const(&x[..]),
-        )
-        .map(drop),
+        fallible_copy_rule(true)
+            .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+            .map(drop),
     );
     assert_eq!((y, dy, dx), ([0.0; 2], [5.0; 2], [7.0; 2]));
     // And when it succeeds, the rules work.
-    fallible_copy_forward(
-        false,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    fallible_copy_rule(false)
+        .forward(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!((y, dy), (x, dx));
 }
 
@@ -634,14 +565,8 @@ fn absurd_offsets_give_range_overflow_and_change_nothing() {
     let (mut dx, mut dy) = (ramp::<f64>(4, 20.0), ramp::<f64>(4, 30.0));
     let calls = Cell::new(0);
     let good_tape = unsafe {
-        copy_within_augmented_primal(
-            &Cell::new(0),
-            Const(y.as_mut_ptr()),
-            0,
-            Const(x.as_ptr()),
-            0,
-            4,
-        )
+        copy_within_rule(&Cell::new(0), 0, 0, 4)
+            .augmented_primal(Const(y.as_mut_ptr()), Const(x.as_ptr()))
     }
     .unwrap();
     let before = (y.clone(), dy.clone(), dx.clone());
@@ -667,37 +592,26 @@ fn absurd_offsets_give_range_overflow_and_change_nothing() {
         };
         unsafe {
             check(
-                copy_within_forward(
-                    &calls,
+                copy_within_rule(&calls, doff, soff, 4).forward(
                     Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-                    doff,
                     Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-                    soff,
-                    4,
                 ),
                 "forward",
             );
             check(
-                copy_within_augmented_primal(
-                    &calls,
-                    Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-                    doff,
-                    Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-                    soff,
-                    4,
-                )
-                .map(drop),
+                copy_within_rule(&calls, doff, soff, 4)
+                    .augmented_primal(
+                        Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+                        Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+                    )
+                    .map(drop),
                 "augmented primal",
             );
             check(
-                copy_within_reverse(
+                copy_within_rule(&calls, doff, soff, 4).reverse(
                     good_tape,
-                    &calls,
                     Const(y.as_mut_ptr()),
-                    doff,
                     Const(x.as_ptr()),
-                    soff,
-                    4,
                 ),
                 "reverse",
             );

@@ -11,10 +11,8 @@ use rules_runtime::cudarc::driver::{
 };
 use rules_runtime::testing::{adjoint_check, random_vec};
 use rules_runtime::{Const, Differentiable, Duplicated, Error, derivative_rule};
-use rules_tests::{
-    download_augmented_primal, download_forward, download_reverse, upload_augmented_primal,
-    upload_forward, upload_reverse,
-};
+use rules_runtime::{CopyRule, RawCopyRule};
+use rules_tests::{download_rule, upload_rule};
 use std::sync::Arc;
 
 fn gpu() -> Arc<CudaStream> {
@@ -187,36 +185,36 @@ macro_rules! paste_round_trip {
 
         // Reverse, width 1.
         let (mut dmid, mut dy, mut dx) = ($alloc(&s, n), vec![0.0f32; n], vec![0.0f32; n]);
-        let t1 = fn_name!($up, augmented_primal)(
-            &s,
-            Duplicated::new(&mut mid, &mut dmid),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
-        let t2 = fn_name!($down, augmented_primal)(
-            &s,
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Duplicated::new(&mid, &mut dmid),
-        )
-        .unwrap();
+        let t1 = rule_of!($up)(&s)
+            .augmented_primal(
+                Duplicated::new(&mut mid, &mut dmid),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
+        let t2 = rule_of!($down)(&s)
+            .augmented_primal(
+                Duplicated::new(&mut y[..], &mut dy[..]),
+                Duplicated::new(&mid, &mut dmid),
+            )
+            .unwrap();
         assert_eq!(y, x, "the primal round trip");
         for (g, v) in dy.iter_mut().zip(&y) {
             *g += 2.0 * v;
         }
-        fn_name!($down, reverse)(
-            t2,
-            &s,
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Duplicated::new(&mid, &mut dmid),
-        )
-        .unwrap();
-        fn_name!($up, reverse)(
-            t1,
-            &s,
-            Duplicated::new(&mut mid, &mut dmid),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
+        rule_of!($down)(&s)
+            .reverse(
+                t2,
+                Duplicated::new(&mut y[..], &mut dy[..]),
+                Duplicated::new(&mid, &mut dmid),
+            )
+            .unwrap();
+        rule_of!($up)(&s)
+            .reverse(
+                t1,
+                Duplicated::new(&mut mid, &mut dmid),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
         s.synchronize().unwrap();
         assert_eq!(dx, [2.0, 4.0, 6.0], "reverse, width 1");
         assert_eq!(dy, [0.0; 3], "the cotangent of y is consumed");
@@ -235,37 +233,37 @@ macro_rules! paste_round_trip {
             let [x0, x1, x2] = &mut dxs[..] else {
                 unreachable!()
             };
-            let t1 = fn_name!($up, augmented_primal)(
-                &s,
-                Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
-                Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
-            )
-            .unwrap();
-            let t2 = fn_name!($down, augmented_primal)(
-                &s,
-                Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
-                Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
-            )
-            .unwrap();
+            let t1 = rule_of!($up)(&s)
+                .augmented_primal(
+                    Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
+                    Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
+                )
+                .unwrap();
+            let t2 = rule_of!($down)(&s)
+                .augmented_primal(
+                    Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
+                    Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
+                )
+                .unwrap();
             for (k, lane) in [&mut *y0, &mut *y1, &mut *y2].into_iter().enumerate() {
                 for (g, v) in lane.iter_mut().zip(&y) {
                     *g = (k as f32 + 1.0) * 2.0 * v;
                 }
             }
-            fn_name!($down, reverse)(
-                t2,
-                &s,
-                Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
-                Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
-            )
-            .unwrap();
-            fn_name!($up, reverse)(
-                t1,
-                &s,
-                Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
-                Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
-            )
-            .unwrap();
+            rule_of!($down)(&s)
+                .reverse(
+                    t2,
+                    Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
+                    Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
+                )
+                .unwrap();
+            rule_of!($up)(&s)
+                .reverse(
+                    t1,
+                    Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
+                    Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
+                )
+                .unwrap();
         }
         s.synchronize().unwrap();
         for (k, lane) in dxs.iter().enumerate() {
@@ -290,18 +288,18 @@ macro_rules! paste_round_trip {
             let [y0, y1, y2] = &mut ty[..] else {
                 unreachable!()
             };
-            fn_name!($up, forward)(
-                &s,
-                Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
-                Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
-            )
-            .unwrap();
-            fn_name!($down, forward)(
-                &s,
-                Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
-                Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
-            )
-            .unwrap();
+            rule_of!($up)(&s)
+                .forward(
+                    Duplicated::batch(&mut mid, [&mut *m0, &mut *m1, &mut *m2]),
+                    Duplicated::batch(&x[..], [&mut x0[..], &mut x1[..], &mut x2[..]]),
+                )
+                .unwrap();
+            rule_of!($down)(&s)
+                .forward(
+                    Duplicated::batch(&mut y[..], [&mut y0[..], &mut y1[..], &mut y2[..]]),
+                    Duplicated::batch(&mid, [&mut *m0, &mut *m1, &mut *m2]),
+                )
+                .unwrap();
         }
         s.synchronize().unwrap();
         let grad: Vec<f32> = ty
@@ -312,97 +310,49 @@ macro_rules! paste_round_trip {
 
         // Forward, width 1, direction x: df = 2 |x|² = 28.
         let (mut dmid, mut ty1, mut tx1) = ($alloc(&s, n), vec![0.0f32; n], x.to_vec());
-        fn_name!($up, forward)(
-            &s,
-            Duplicated::new(&mut mid, &mut dmid),
-            Duplicated::new(&x[..], &mut tx1[..]),
-        )
-        .unwrap();
-        fn_name!($down, forward)(
-            &s,
-            Duplicated::new(&mut y[..], &mut ty1[..]),
-            Duplicated::new(&mid, &mut dmid),
-        )
-        .unwrap();
+        rule_of!($up)(&s)
+            .forward(
+                Duplicated::new(&mut mid, &mut dmid),
+                Duplicated::new(&x[..], &mut tx1[..]),
+            )
+            .unwrap();
+        rule_of!($down)(&s)
+            .forward(
+                Duplicated::new(&mut y[..], &mut ty1[..]),
+                Duplicated::new(&mid, &mut dmid),
+            )
+            .unwrap();
         s.synchronize().unwrap();
         let df: f32 = ty1.iter().zip(&y).map(|(a, b)| 2.0 * a * b).sum();
         assert_eq!(df, 28.0, "forward, width 1");
     }};
 }
 
-/// Generated rule names, by primitive and rule.
-macro_rules! fn_name {
-    (upload, forward) => {
-        upload_forward
+/// The generated rule object, by primitive.
+macro_rules! rule_of {
+    (upload) => {
+        upload_rule
     };
-    (upload, augmented_primal) => {
-        upload_augmented_primal
+    (download) => {
+        download_rule
     };
-    (upload, reverse) => {
-        upload_reverse
+    (upload_unified) => {
+        upload_unified_rule
     };
-    (download, forward) => {
-        download_forward
+    (download_unified) => {
+        download_unified_rule
     };
-    (download, augmented_primal) => {
-        download_augmented_primal
+    (to_pinned) => {
+        to_pinned_rule
     };
-    (download, reverse) => {
-        download_reverse
+    (from_pinned) => {
+        from_pinned_rule
     };
-    (upload_unified, forward) => {
-        upload_unified_forward
+    (to_vec_on) => {
+        to_vec_on_rule
     };
-    (upload_unified, augmented_primal) => {
-        upload_unified_augmented_primal
-    };
-    (upload_unified, reverse) => {
-        upload_unified_reverse
-    };
-    (download_unified, forward) => {
-        download_unified_forward
-    };
-    (download_unified, augmented_primal) => {
-        download_unified_augmented_primal
-    };
-    (download_unified, reverse) => {
-        download_unified_reverse
-    };
-    (to_pinned, forward) => {
-        to_pinned_forward
-    };
-    (to_pinned, augmented_primal) => {
-        to_pinned_augmented_primal
-    };
-    (to_pinned, reverse) => {
-        to_pinned_reverse
-    };
-    (from_pinned, forward) => {
-        from_pinned_forward
-    };
-    (from_pinned, augmented_primal) => {
-        from_pinned_augmented_primal
-    };
-    (from_pinned, reverse) => {
-        from_pinned_reverse
-    };
-    (to_vec_on, forward) => {
-        to_vec_on_forward
-    };
-    (to_vec_on, augmented_primal) => {
-        to_vec_on_augmented_primal
-    };
-    (to_vec_on, reverse) => {
-        to_vec_on_reverse
-    };
-    (from_vec_on, forward) => {
-        from_vec_on_forward
-    };
-    (from_vec_on, augmented_primal) => {
-        from_vec_on_augmented_primal
-    };
-    (from_vec_on, reverse) => {
-        from_vec_on_reverse
+    (from_vec_on) => {
+        from_vec_on_rule
     };
 }
 
@@ -448,25 +398,19 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     );
     let (px, py, pdx, pdy) = (px.cast::<Complex<f64>>(), py.cast(), pdx.cast(), pdy.cast());
     unsafe {
-        let t = copy_d2d_augmented_primal(
-            &s,
-            Duplicated::new(py, pdy),
-            0,
-            Duplicated::new(px as *const _, pdx),
-            0,
-            n,
-        )
-        .unwrap();
-        copy_d2d_reverse(
-            t,
-            &s,
-            Duplicated::new(py, pdy),
-            0,
-            Duplicated::new(px as *const _, pdx),
-            0,
-            n,
-        )
-        .unwrap();
+        let t = copy_d2d_rule(&s, 0, 0, n)
+            .augmented_primal(
+                Duplicated::new(py, pdy),
+                Duplicated::new(px as *const _, pdx),
+            )
+            .unwrap();
+        copy_d2d_rule(&s, 0, 0, n)
+            .reverse(
+                t,
+                Duplicated::new(py, pdy),
+                Duplicated::new(px as *const _, pdx),
+            )
+            .unwrap();
     }
     assert_eq!(
         back(&to_vec(&s, &dx)),
@@ -482,21 +426,19 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     let mut dy = s.clone_htod(&cplx(&seed)).unwrap();
     let pdy = dptr(&s, &mut dy).cast::<Complex<f64>>();
     unsafe {
-        let t = copy_h2d_augmented_primal(
-            &s,
-            Duplicated::new(py, pdy),
-            Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
-            n,
-        )
-        .unwrap();
-        copy_h2d_reverse(
-            t,
-            &s,
-            Duplicated::new(py, pdy),
-            Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
-            n,
-        )
-        .unwrap();
+        let t = copy_h2d_rule(&s, n)
+            .augmented_primal(
+                Duplicated::new(py, pdy),
+                Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
+            )
+            .unwrap();
+        copy_h2d_rule(&s, n)
+            .reverse(
+                t,
+                Duplicated::new(py, pdy),
+                Duplicated::new(hx.as_ptr(), hdx.as_mut_ptr()),
+            )
+            .unwrap();
     }
     s.synchronize().unwrap();
     assert_eq!(hdx, expected, "h2d: d_src == prior + seed");
@@ -509,21 +451,19 @@ fn complex_d2d_h2d_d2h_accumulate_into_preloaded_shadows() {
     let mut dx = s.clone_htod(&cplx(&prior)).unwrap();
     let pdx = dptr(&s, &mut dx).cast::<Complex<f64>>();
     unsafe {
-        let t = copy_d2h_augmented_primal(
-            &s,
-            Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
-            Duplicated::new(px as *const _, pdx),
-            n,
-        )
-        .unwrap();
-        copy_d2h_reverse(
-            t,
-            &s,
-            Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
-            Duplicated::new(px as *const _, pdx),
-            n,
-        )
-        .unwrap();
+        let t = copy_d2h_rule(&s, n)
+            .augmented_primal(
+                Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
+                Duplicated::new(px as *const _, pdx),
+            )
+            .unwrap();
+        copy_d2h_rule(&s, n)
+            .reverse(
+                t,
+                Duplicated::new(hy.as_mut_ptr(), hdy.as_mut_ptr()),
+                Duplicated::new(px as *const _, pdx),
+            )
+            .unwrap();
     }
     s.synchronize().unwrap();
     assert_eq!(
@@ -542,12 +482,18 @@ fn const_source_zeroes_the_device_destination_shadow() {
     let x = [1.0f32, 2.0, 3.0, 4.0];
     let mut y = dev_f32(&s, 4);
     let mut dy = s.clone_htod(&[9.0f32; 4]).unwrap();
-    upload_forward(&s, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
+    upload_rule(&s)
+        .forward(Duplicated::new(&mut y, &mut dy), Const(&x[..]))
+        .unwrap();
     assert_eq!(to_vec(&s, &dy), [0.0; 4], "forward: d_dst ← 0");
     assert_eq!(to_vec(&s, &y), x, "forward: the primal copy ran");
     let mut dy = s.clone_htod(&[9.0f32; 4]).unwrap();
-    let t = upload_augmented_primal(&s, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
-    upload_reverse(t, &s, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
+    let t = upload_rule(&s)
+        .augmented_primal(Duplicated::new(&mut y, &mut dy), Const(&x[..]))
+        .unwrap();
+    upload_rule(&s)
+        .reverse(t, Duplicated::new(&mut y, &mut dy), Const(&x[..]))
+        .unwrap();
     assert_eq!(to_vec(&s, &dy), [0.0; 4], "reverse: d_dst ← 0");
 }
 
@@ -561,25 +507,16 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
         .unwrap();
     let (p, dp) = (dptr(&s, &mut buf), dptr(&s, &mut dbuf));
     unsafe {
-        let t = copy_d2d_augmented_primal(
-            &s,
-            Duplicated::new(p, dp),
-            1,
-            Duplicated::new(p as *const f32, dp),
-            1,
-            4,
-        )
-        .unwrap();
-        copy_d2d_reverse(
-            t,
-            &s,
-            Duplicated::new(p, dp),
-            1,
-            Duplicated::new(p as *const f32, dp),
-            1,
-            4,
-        )
-        .unwrap();
+        let t = copy_d2d_rule(&s, 1, 1, 4)
+            .augmented_primal(Duplicated::new(p, dp), Duplicated::new(p as *const f32, dp))
+            .unwrap();
+        copy_d2d_rule(&s, 1, 1, 4)
+            .reverse(
+                t,
+                Duplicated::new(p, dp),
+                Duplicated::new(p as *const f32, dp),
+            )
+            .unwrap();
     }
     assert_eq!(
         to_vec(&s, &dbuf),
@@ -587,30 +524,21 @@ fn self_copy_keeps_its_cotangent_and_partial_overlap_is_refused_on_device() {
         "self-copy: cotangent kept"
     );
     let e = unsafe {
-        copy_d2d_forward(
-            &s,
-            Duplicated::new(p, dp),
-            2,
-            Duplicated::new(p as *const f32, dp),
-            0,
-            4,
-        )
+        copy_d2d_rule(&s, 2, 0, 4)
+            .forward(Duplicated::new(p, dp), Duplicated::new(p as *const f32, dp))
     }
     .unwrap_err();
     assert!(matches!(e, Error::PartialOverlap { .. }), "{e}");
     // A tape of an exact self-copy (which changes nothing); the overlap is refused before the
     // tape is looked at.
-    let t = unsafe { copy_d2d_augmented_primal(&s, Const(p), 1, Const(p as *const f32), 1, 4) }
-        .unwrap();
+    let t =
+        unsafe { copy_d2d_rule(&s, 1, 1, 4).augmented_primal(Const(p), Const(p as *const f32)) }
+            .unwrap();
     let e = unsafe {
-        copy_d2d_reverse(
+        copy_d2d_rule(&s, 2, 0, 4).reverse(
             t,
-            &s,
             Duplicated::new(p, dp),
-            2,
             Duplicated::new(p as *const f32, dp),
-            0,
-            4,
         )
     }
     .unwrap_err();
@@ -673,13 +601,9 @@ where
         s.memcpy_htod(&as_u16(&host), &mut dx).unwrap();
         let before = outside(&dy, doff);
         unsafe {
-            copy_d2d_forward::<T, _, _>(
-                s,
+            copy_d2d_rule(s, doff, soff, n).forward(
                 Duplicated::new(py, ptr(&mut dy)),
-                doff,
                 Duplicated::new(px, ptr(&mut dx)),
-                soff,
-                n,
             )?
         };
         assert_eq!(
@@ -703,22 +627,12 @@ where
         let (before_x, before_y) = (outside(&dx, soff), outside(&dy, doff));
         let (pdy, pdx) = (ptr(&mut dy), ptr(&mut dx));
         unsafe {
-            let t = copy_d2d_augmented_primal::<T, _, _>(
-                s,
-                Duplicated::new(py, pdy),
-                doff,
-                Duplicated::new(px, pdx),
-                soff,
-                n,
-            )?;
-            copy_d2d_reverse::<T, _, _>(
+            let t = copy_d2d_rule(s, doff, soff, n)
+                .augmented_primal(Duplicated::new(py, pdy), Duplicated::new(px, pdx))?;
+            copy_d2d_rule(s, doff, soff, n).reverse(
                 t,
-                s,
                 Duplicated::new(py, pdy),
-                doff,
                 Duplicated::new(px, pdx),
-                soff,
-                n,
             )?;
         }
         assert_eq!(
@@ -819,18 +733,19 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
     let mut y = dev_f32(&s2, x.len());
     let mut dy = s2.clone_htod(&vec![3.0f32; x.len()]).unwrap();
     let mut dx = vec![0.5f32; x.len()];
-    let t = upload_augmented_primal(
-        &s2,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    let t = upload_rule(&s2)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     s2.synchronize().unwrap();
 
     // The tape of a copy from a Const source, made before the gate: its primal (a pageable
     // upload, which synchronises the stream) must not run while the stream is held.
-    let t_const =
-        upload_augmented_primal(&s2, Duplicated::new(&mut y, &mut dy), Const(&x[..])).unwrap();
+    let t_const = upload_rule(&s2)
+        .augmented_primal(Duplicated::new(&mut y, &mut dy), Const(&x[..]))
+        .unwrap();
     s2.memcpy_htod(&vec![3.0f32; x.len()], &mut dy).unwrap();
     s2.synchronize().unwrap();
     // The raw address of d_dst, taken now, so that probing it later adds no wait to any stream.
@@ -854,12 +769,7 @@ fn reverse_work_is_ordered_on_the_primal_stream() {
         .unwrap();
     }
     // The reverse of a copy from a Const source: d_dst ← 0, device work ordered on s2.
-    let zeroed = upload_reverse(
-        t_const,
-        &s2,
-        Duplicated::new(&mut y, &mut dy),
-        Const(&x[..]),
-    );
+    let zeroed = upload_rule(&s2).reverse(t_const, Duplicated::new(&mut y, &mut dy), Const(&x[..]));
     // Probe d_dst on a third, non-blocking stream: the gated zeroing must not have happened.
     let probe_stream = s.context().new_stream().unwrap();
     let mut probe = vec![0.0f32; 4];

@@ -3,6 +3,7 @@
 //! refused with `Error::Capturing` while the capture stays intact. `#[ignore]`d: without a GPU
 //! they are reported skipped, never passed.
 
+use rules_runtime::CopyRule;
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
 use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{Duplicated, Error, MemoryKind, On, accumulate, derivative_rule, zero};
@@ -99,19 +100,19 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
                 still_capturing(&s, name)
             }
         };
-        copy_dd_forward(
-            &s,
-            Duplicated::new(&mut *y, &mut *ty),
-            Duplicated::new(&*x, &mut *tx),
-        )
-        .unwrap();
+        copy_dd_rule(&s)
+            .forward(
+                Duplicated::new(&mut *y, &mut *ty),
+                Duplicated::new(&*x, &mut *tx),
+            )
+            .unwrap();
         step("the forward rule");
-        let tape = copy_dd_augmented_primal(
-            &s,
-            Duplicated::new(&mut *y, &mut *dy),
-            Duplicated::new(&*x, &mut *dx),
-        )
-        .unwrap();
+        let tape = copy_dd_rule(&s)
+            .augmented_primal(
+                Duplicated::new(&mut *y, &mut *dy),
+                Duplicated::new(&*x, &mut *dx),
+            )
+            .unwrap();
         step("the augmented primal");
         zero(on, &mut *dx).unwrap();
         zero(on, &mut *dy).unwrap();
@@ -119,13 +120,13 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
         accumulate(on, &mut *dy, &*y).unwrap();
         accumulate(on, &mut *dy, &*y).unwrap();
         step("accumulate");
-        copy_dd_reverse(
-            tape,
-            &s,
-            Duplicated::new(&mut *y, &mut *dy),
-            Duplicated::new(&*x, &mut *dx),
-        )
-        .unwrap();
+        copy_dd_rule(&s)
+            .reverse(
+                tape,
+                Duplicated::new(&mut *y, &mut *dy),
+                Duplicated::new(&*x, &mut *dx),
+            )
+            .unwrap();
         step("the reverse rule");
     };
     pass(&mut x, &mut y, &mut dx, &mut dy, &mut tx, &mut ty, false);
@@ -166,21 +167,21 @@ fn a_host_route_during_capture_is_a_typed_error_and_the_capture_survives() {
     let mut acc = s.alloc_zeros::<f32>(n).unwrap();
     accumulate(On::stream(&s), &mut acc, &x).unwrap(); // kernels loaded outside the capture
     zero(On::stream(&s), &mut acc).unwrap();
-    let tape = download_dh_augmented_primal(
-        &s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    let tape = download_dh_rule(&s)
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     s.begin_capture(MODE).unwrap();
-    let e = download_dh_reverse(
-        tape,
-        &s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap_err();
+    let e = download_dh_rule(&s)
+        .reverse(
+            tape,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::Capturing { .. }), "{e}");
     accumulate(On::stream(&s), &mut acc, &x).unwrap();
     let graph = s

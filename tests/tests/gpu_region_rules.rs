@@ -11,6 +11,7 @@ use rules_runtime::cudarc::driver::{
     CudaSlice, CudaStream, DriverError, PinnedHostSlice, UnifiedSlice,
 };
 use rules_runtime::{Active, Dual, Duplicated, derivative_rule};
+use rules_runtime::{FillRule, MemsetRule, RegionRule};
 use std::sync::Arc;
 
 fn gpu() -> Arc<CudaStream> {
@@ -179,7 +180,7 @@ fn padded(row: usize, inside: f32) -> Vec<f32> {
 /// gives `dx == 2x` exactly in the box; forward carries `dx` into `dy` exactly in the box; no
 /// padding element of any buffer or shadow is touched.
 macro_rules! round_trip {
-    ($name:ident, $mid:expr, [$uf:ident, $ua:ident, $ur:ident], [$df:ident, $da:ident, $dr:ident]) => {
+    ($name:ident, $mid:expr, $u:ident, $d:ident) => {
         #[test]
         #[ignore = "needs a GPU"]
         fn $name() {
@@ -191,26 +192,18 @@ macro_rules! round_trip {
             let (mut mid, mut dmid) = (mk(0.0), mk(0.0));
             let (mut y, mut dy) = (padded(HOST_ROW, 0.0), padded(HOST_ROW, 0.0));
             let mut dx = padded(HOST_ROW, 0.0);
-            let t_up = $ua(
-                &s,
-                Duplicated::new(&mut mid, &mut dmid),
-                Duplicated::new(&x[..], &mut dx[..]),
-                mp,
-                hp,
-                W,
-                H,
-            )
-            .unwrap();
-            let t_down = $da(
-                &s,
-                Duplicated::new(&mut y[..], &mut dy[..]),
-                Duplicated::new(&mid, &mut dmid),
-                hp,
-                mp,
-                W,
-                H,
-            )
-            .unwrap();
+            let t_up = $u(&s, mp, hp, W, H)
+                .augmented_primal(
+                    Duplicated::new(&mut mid, &mut dmid),
+                    Duplicated::new(&x[..], &mut dx[..]),
+                )
+                .unwrap();
+            let t_down = $d(&s, hp, mp, W, H)
+                .augmented_primal(
+                    Duplicated::new(&mut y[..], &mut dy[..]),
+                    Duplicated::new(&mid, &mut dmid),
+                )
+                .unwrap();
             s.synchronize().unwrap();
             assert_eq!(y, x, "the primal round trip");
             for i in 0..y.len() {
@@ -218,28 +211,20 @@ macro_rules! round_trip {
                     dy[i] = 2.0 * y[i];
                 }
             }
-            $dr(
-                t_down,
-                &s,
-                Duplicated::new(&mut y[..], &mut dy[..]),
-                Duplicated::new(&mid, &mut dmid),
-                hp,
-                mp,
-                W,
-                H,
-            )
-            .unwrap();
-            $ur(
-                t_up,
-                &s,
-                Duplicated::new(&mut mid, &mut dmid),
-                Duplicated::new(&x[..], &mut dx[..]),
-                mp,
-                hp,
-                W,
-                H,
-            )
-            .unwrap();
+            $d(&s, hp, mp, W, H)
+                .reverse(
+                    t_down,
+                    Duplicated::new(&mut y[..], &mut dy[..]),
+                    Duplicated::new(&mid, &mut dmid),
+                )
+                .unwrap();
+            $u(&s, mp, hp, W, H)
+                .reverse(
+                    t_up,
+                    Duplicated::new(&mut mid, &mut dmid),
+                    Duplicated::new(&x[..], &mut dx[..]),
+                )
+                .unwrap();
             s.synchronize().unwrap();
             for i in 0..x.len() {
                 let b = in_box(i, HOST_ROW);
@@ -261,26 +246,18 @@ macro_rules! round_trip {
                     }
                 })
                 .collect();
-            $uf(
-                &s,
-                Duplicated::new(&mut mid, &mut dmid),
-                Duplicated::new(&x[..], &mut dx[..]),
-                mp,
-                hp,
-                W,
-                H,
-            )
-            .unwrap();
-            $df(
-                &s,
-                Duplicated::new(&mut y[..], &mut dy[..]),
-                Duplicated::new(&mid, &mut dmid),
-                hp,
-                mp,
-                W,
-                H,
-            )
-            .unwrap();
+            $u(&s, mp, hp, W, H)
+                .forward(
+                    Duplicated::new(&mut mid, &mut dmid),
+                    Duplicated::new(&x[..], &mut dx[..]),
+                )
+                .unwrap();
+            $d(&s, hp, mp, W, H)
+                .forward(
+                    Duplicated::new(&mut y[..], &mut dy[..]),
+                    Duplicated::new(&mid, &mut dmid),
+                )
+                .unwrap();
             s.synchronize().unwrap();
             assert_eq!(y, x);
             for i in 0..x.len() {
@@ -318,58 +295,26 @@ fn pageable_mid(_: &Arc<CudaStream>, v: &[f32]) -> Vec<f32> {
 round_trip!(
     pitched_round_trip_device,
     device_mid,
-    [
-        upload2d_forward,
-        upload2d_augmented_primal,
-        upload2d_reverse
-    ],
-    [
-        download2d_forward,
-        download2d_augmented_primal,
-        download2d_reverse
-    ]
+    upload2d_rule,
+    download2d_rule
 );
 round_trip!(
     pitched_round_trip_pinned,
     pinned_mid,
-    [
-        upload2d_pinned_forward,
-        upload2d_pinned_augmented_primal,
-        upload2d_pinned_reverse
-    ],
-    [
-        download2d_pinned_forward,
-        download2d_pinned_augmented_primal,
-        download2d_pinned_reverse
-    ]
+    upload2d_pinned_rule,
+    download2d_pinned_rule
 );
 round_trip!(
     pitched_round_trip_unified,
     unified_mid,
-    [
-        upload2d_unified_forward,
-        upload2d_unified_augmented_primal,
-        upload2d_unified_reverse
-    ],
-    [
-        download2d_unified_forward,
-        download2d_unified_augmented_primal,
-        download2d_unified_reverse
-    ]
+    upload2d_unified_rule,
+    download2d_unified_rule
 );
 round_trip!(
     pitched_round_trip_pageable,
     pageable_mid,
-    [
-        upload2d_pageable_forward,
-        upload2d_pageable_augmented_primal,
-        upload2d_pageable_reverse
-    ],
-    [
-        download2d_pageable_forward,
-        download2d_pageable_augmented_primal,
-        download2d_pageable_reverse
-    ]
+    upload2d_pageable_rule,
+    download2d_pageable_rule
 );
 
 // ---- Fills and memsets ----------------------------------------------------------------------
@@ -460,25 +405,12 @@ fn fill_with_an_active_value_returns_the_sum_of_the_weights() {
     for run in 0..10 {
         let mut y = s.alloc_zeros::<f32>(n).unwrap();
         let mut dy = s.clone_htod(&weights).unwrap();
-        let t = fill2d_augmented_primal(
-            &s,
-            Duplicated::new(&mut y, &mut dy),
-            Active(1.5),
-            row * 4,
-            w,
-            h,
-        )
-        .unwrap();
-        let [dv] = fill2d_reverse(
-            t,
-            &s,
-            Duplicated::new(&mut y, &mut dy),
-            Active(1.5),
-            row * 4,
-            w,
-            h,
-        )
-        .unwrap();
+        let t = fill2d_rule(&s, row * 4, w, h)
+            .augmented_primal(Duplicated::new(&mut y, &mut dy), Active(1.5))
+            .unwrap();
+        let [dv] = fill2d_rule(&s, row * 4, w, h)
+            .reverse(t, Duplicated::new(&mut y, &mut dy), Active(1.5))
+            .unwrap();
         let err = (f64::from(dv) - reference).abs();
         assert!(
             err <= 0.5 * f64::from(f32::EPSILON) * reference.abs().max(1.0),
@@ -499,15 +431,9 @@ fn fill_with_an_active_value_returns_the_sum_of_the_weights() {
     // Forward: d_y[box] ← d_v, padding untouched.
     let mut y = s.alloc_zeros::<f32>(n).unwrap();
     let mut dy = s.clone_htod(&weights).unwrap();
-    fill2d_forward(
-        &s,
-        Duplicated::new(&mut y, &mut dy),
-        Dual::new(1.5, 0.25),
-        row * 4,
-        w,
-        h,
-    )
-    .unwrap();
+    fill2d_rule(&s, row * 4, w, h)
+        .forward(Duplicated::new(&mut y, &mut dy), Dual::new(1.5, 0.25))
+        .unwrap();
     let back = s.clone_dtoh(&dy).unwrap();
     for i in 0..n {
         assert_eq!(
@@ -529,25 +455,19 @@ fn fill_from_a_device_value_accumulates_on_the_stream() {
     let mut y = s.alloc_zeros::<f32>(n).unwrap();
     let seed: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut dy = s.clone_htod(&seed).unwrap();
-    let t = fill2d_from_augmented_primal(
-        &s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&v, &mut dv),
-        row * 4,
-        w,
-        h,
-    )
-    .unwrap();
-    fill2d_from_reverse(
-        t,
-        &s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&v, &mut dv),
-        row * 4,
-        w,
-        h,
-    )
-    .unwrap();
+    let t = fill2d_from_rule(&s, row * 4, w, h)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&v, &mut dv),
+        )
+        .unwrap();
+    fill2d_from_rule(&s, row * 4, w, h)
+        .reverse(
+            t,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&v, &mut dv),
+        )
+        .unwrap();
     let sum: f32 = (0..n).filter(|i| i % row < w).map(|i| seed[i]).sum();
     assert_eq!(s.clone_dtoh(&dv).unwrap(), [0.5 + sum]);
     let back = s.clone_dtoh(&dy).unwrap();
@@ -574,16 +494,22 @@ fn memset_zeroes_the_shadows_box() {
     let mut y = s.clone_htod(&seed).unwrap();
     let mut dy = [s.clone_htod(&seed).unwrap(), s.clone_htod(&seed).unwrap()];
     let [a, b] = &mut dy;
-    memset2d_forward(&s, Duplicated::batch(&mut y, [a, b]), row * 4, w, h).unwrap();
+    memset2d_rule(&s, row * 4, w, h)
+        .forward(Duplicated::batch(&mut y, [a, b]))
+        .unwrap();
     let t = {
         let [a, b] = &mut dy;
-        memset2d_augmented_primal(&s, Duplicated::batch(&mut y, [a, b]), row * 4, w, h).unwrap()
+        memset2d_rule(&s, row * 4, w, h)
+            .augmented_primal(Duplicated::batch(&mut y, [a, b]))
+            .unwrap()
     };
     for d in &mut dy {
         s.memcpy_htod(&seed, d).unwrap();
     }
     let [a, b] = &mut dy;
-    memset2d_reverse(t, &s, Duplicated::batch(&mut y, [a, b]), row * 4, w, h).unwrap();
+    memset2d_rule(&s, row * 4, w, h)
+        .reverse(t, Duplicated::batch(&mut y, [a, b]))
+        .unwrap();
     for d in &dy {
         let back = s.clone_dtoh(d).unwrap();
         for i in 0..n {
@@ -603,30 +529,22 @@ fn restore_brings_back_the_old_bytes() {
     let mut dy = s.alloc_zeros::<f32>(drow * h).unwrap();
     let x = s.clone_htod(&new).unwrap();
     let mut dx = s.alloc_zeros::<f32>(srow * h).unwrap();
-    let t = copy2d_restoring_augmented_primal(
-        &s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-        drow * 4,
-        srow * 4,
-        w,
-        h,
-    )
-    .unwrap();
+    let t = copy2d_restoring_rule(&s, drow * 4, srow * 4, w, h)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     assert!(t.restores());
     let mid = s.clone_dtoh(&y).unwrap();
     assert_ne!(mid, old);
-    copy2d_restoring_reverse(
-        t,
-        &s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-        drow * 4,
-        srow * 4,
-        w,
-        h,
-    )
-    .unwrap();
+    copy2d_restoring_rule(&s, drow * 4, srow * 4, w, h)
+        .reverse(
+            t,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     let back = s.clone_dtoh(&y).unwrap();
     let same_bits = back
         .iter()

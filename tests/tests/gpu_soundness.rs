@@ -5,13 +5,12 @@
 //! Every GPU test is `#[ignore]`d so that a machine without a GPU reports it as *ignored*
 //! (skipped), never as passed. On a GPU machine run with `--include-ignored`.
 
+use rules_runtime::CopyRule;
 use rules_runtime::cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DriverError, UnifiedSlice,
 };
 use rules_runtime::{Duplicated, Error, derivative_rule};
-use rules_tests::{
-    download_augmented_primal, download_reverse, upload_augmented_primal, upload_reverse,
-};
+use rules_tests::{download_rule, upload_rule};
 use std::sync::Arc;
 
 // `upload` and `download` (host ↔ device) are the crate library's.
@@ -56,33 +55,33 @@ fn staged_round_trip(s: &Arc<CudaStream>, seed: &[f32]) -> Vec<f32> {
     let mut dx = vec![0.0f32; n];
     let mut dy = s.alloc_zeros::<f32>(n).unwrap();
     let mut dz = vec![0.0f32; n];
-    let t1 = upload_augmented_primal(
-        s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
-    let t2 = download_augmented_primal(
-        s,
-        Duplicated::new(&mut z[..], &mut dz[..]),
-        Duplicated::new(&y, &mut dy),
-    )
-    .unwrap();
+    let t1 = upload_rule(s)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
+    let t2 = download_rule(s)
+        .augmented_primal(
+            Duplicated::new(&mut z[..], &mut dz[..]),
+            Duplicated::new(&y, &mut dy),
+        )
+        .unwrap();
     dz.copy_from_slice(seed);
-    download_reverse(
-        t2,
-        s,
-        Duplicated::new(&mut z[..], &mut dz[..]),
-        Duplicated::new(&y, &mut dy),
-    )
-    .unwrap();
-    upload_reverse(
-        t1,
-        s,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    download_rule(s)
+        .reverse(
+            t2,
+            Duplicated::new(&mut z[..], &mut dz[..]),
+            Duplicated::new(&y, &mut dy),
+        )
+        .unwrap();
+    upload_rule(s)
+        .reverse(
+            t1,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     assert!(dz.iter().all(|v| *v == 0.0), "dz zeroed");
     assert!(
@@ -155,35 +154,35 @@ fn pinned_memory_passed_as_a_slice_reverses_exactly() {
         let dz = pinned_dz.as_mut_slice().unwrap();
         let dx = pinned_dx.as_mut_slice().unwrap();
         dx.fill(0.0);
-        let t1 = upload_augmented_primal(
-            &s,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
-        let t2 = download_augmented_primal(
-            &s,
-            Duplicated::new(&mut z[..], &mut dz[..]),
-            Duplicated::new(&y, &mut dy),
-        )
-        .unwrap();
+        let t1 = upload_rule(&s)
+            .augmented_primal(
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
+        let t2 = download_rule(&s)
+            .augmented_primal(
+                Duplicated::new(&mut z[..], &mut dz[..]),
+                Duplicated::new(&y, &mut dy),
+            )
+            .unwrap();
         for (k, v) in dz.iter_mut().enumerate() {
             *v = value(round, 0, k);
         }
-        download_reverse(
-            t2,
-            &s,
-            Duplicated::new(&mut z[..], &mut dz[..]),
-            Duplicated::new(&y, &mut dy),
-        )
-        .unwrap();
-        upload_reverse(
-            t1,
-            &s,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
+        download_rule(&s)
+            .reverse(
+                t2,
+                Duplicated::new(&mut z[..], &mut dz[..]),
+                Duplicated::new(&y, &mut dy),
+            )
+            .unwrap();
+        upload_rule(&s)
+            .reverse(
+                t1,
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
         s.synchronize().unwrap();
         assert!(dz.iter().all(|v| *v == 0.0), "round {round}: dz zeroed");
         for (k, v) in dx.iter().enumerate() {
@@ -214,19 +213,19 @@ fn a_failing_lane_leaves_lane_0_untouched_on_the_gpu() {
     let (mut dy0, mut dy1) = (unified(&s, 2.0), unified(&other, 3.0));
     let mut dx0 = s.clone_htod(&vec![0.5f32; n]).unwrap();
     let mut dx1 = s.clone_htod(&vec![0.5f32; n]).unwrap();
-    let tape = to_unified_augmented_primal(
-        &s,
-        Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
-        Duplicated::batch(&x, [&mut dx0, &mut dx1]),
-    )
-    .unwrap();
-    let e = to_unified_reverse(
-        tape,
-        &s,
-        Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
-        Duplicated::batch(&x, [&mut dx0, &mut dx1]),
-    )
-    .unwrap_err();
+    let tape = to_unified_rule(&s)
+        .augmented_primal(
+            Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
+            Duplicated::batch(&x, [&mut dx0, &mut dx1]),
+        )
+        .unwrap();
+    let e = to_unified_rule(&s)
+        .reverse(
+            tape,
+            Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
+            Duplicated::batch(&x, [&mut dx0, &mut dx1]),
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
     s.synchronize().unwrap();
     assert!(

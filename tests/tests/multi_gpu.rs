@@ -16,10 +16,9 @@ use rules_runtime::cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverEr
 use rules_runtime::cudarc::nccl::ReduceOp;
 use rules_runtime::nccl::{self, Comm};
 use rules_runtime::testing::{dot, random_vec};
+use rules_runtime::{CollectiveRule, CopyRule, RawCopyRule, RecvRule, SendRule};
 use rules_runtime::{CollectiveTape, Const, Duplicated, Error, On, derivative_rule, peer};
-use rules_tests::{
-    download_augmented_primal, download_reverse, upload_augmented_primal, upload_reverse,
-};
+use rules_tests::{download_rule, upload_rule};
 use std::sync::Arc;
 
 type Res = rules_runtime::Result<()>;
@@ -181,36 +180,36 @@ fn seed_round_trip(
     let (mut xd, mut dxd) = (zeros(s, x.len()), zeros(s, x.len()));
     let (mut yd, mut dyd) = (zeros(s, y_len), zeros(s, y_len));
     let (mut y, mut dy) = (vec![0.0; y_len], vec![0.0; y_len]);
-    let t1 = upload_augmented_primal(
-        s,
-        Duplicated::new(&mut xd, &mut dxd),
-        Duplicated::new(x, &mut dx[..]),
-    )
-    .unwrap();
+    let t1 = upload_rule(s)
+        .augmented_primal(
+            Duplicated::new(&mut xd, &mut dxd),
+            Duplicated::new(x, &mut dx[..]),
+        )
+        .unwrap();
     let t2 = aug(&xd, &mut dxd, &mut yd, &mut dyd).unwrap();
-    let t3 = download_augmented_primal(
-        s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&yd, &mut dyd),
-    )
-    .unwrap();
+    let t3 = download_rule(s)
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&yd, &mut dyd),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     dy = scaled(&y, 2.0);
-    download_reverse(
-        t3,
-        s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&yd, &mut dyd),
-    )
-    .unwrap();
+    download_rule(s)
+        .reverse(
+            t3,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&yd, &mut dyd),
+        )
+        .unwrap();
     rev(t2, &xd, &mut dxd, &mut yd, &mut dyd).unwrap();
-    upload_reverse(
-        t1,
-        s,
-        Duplicated::new(&mut xd, &mut dxd),
-        Duplicated::new(x, &mut dx[..]),
-    )
-    .unwrap();
+    upload_rule(s)
+        .reverse(
+            t1,
+            Duplicated::new(&mut xd, &mut dxd),
+            Duplicated::new(x, &mut dx[..]),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     assert!(dy.iter().all(|v| *v == 0.0), "d_y on the host is zeroed");
     assert!(
@@ -284,55 +283,56 @@ fn single_rank_seed_round_trip_through_every_collective() {
         (
             "broadcast",
             aug(|x, dx, y, dy| {
-                bcast_augmented_primal(c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                bcast_rule(c, 0).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                bcast_reverse(t, c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                bcast_rule(c, 0).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
         (
             "reduce",
             aug(|x, dx, y, dy| {
-                reduce_to_augmented_primal(c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                reduce_to_rule(c, 0)
+                    .augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                reduce_to_reverse(t, c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                reduce_to_rule(c, 0).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
         (
             "all_gather",
             aug(|x, dx, y, dy| {
-                gather_augmented_primal(c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                gather_rule(c).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                gather_reverse(t, c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                gather_rule(c).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
         (
             "reduce_scatter",
             aug(|x, dx, y, dy| {
-                scatter_augmented_primal(c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                scatter_rule(c).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                scatter_reverse(t, c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                scatter_rule(c).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
         (
             "all_reduce",
             aug(|x, dx, y, dy| {
-                sum_all_augmented_primal(c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                sum_all_rule(c).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                sum_all_reverse(t, c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                sum_all_rule(c).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
         (
             "send_recv (to itself)",
             aug(|x, dx, y, dy| {
-                shift_augmented_primal(c, 0, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                shift_rule(c, 0, 0).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
             rev(|t, x, dx, y, dy| {
-                shift_reverse(t, c, 0, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                shift_rule(c, 0, 0).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             }),
         ),
     ];
@@ -365,25 +365,29 @@ fn single_rank_forward_batches_and_const_arguments() {
         let [d, e, f] = &mut dys[..] else {
             unreachable!()
         };
-        sum_all_forward(
-            &comm,
-            Duplicated::batch(&x, [a, b, c]),
-            Duplicated::batch(&mut y, [d, e, f]),
-        )
-        .unwrap();
+        sum_all_rule(&comm)
+            .forward(
+                Duplicated::batch(&mut y, [d, e, f]),
+                Duplicated::batch(&x, [a, b, c]),
+            )
+            .unwrap();
     }
     assert_eq!(host(&y), host(&x), "primal");
     for k in 0..3 {
         assert_eq!(host(&dys[k]), vs[k], "tangent lane {k}");
     }
     // Const input: the output's tangent is zero (zeros went through NCCL).
-    gather_forward(&comm, Const(&x), Duplicated::new(&mut y, &mut dys[0])).unwrap();
+    gather_rule(&comm)
+        .forward(Duplicated::new(&mut y, &mut dys[0]), Const(&x))
+        .unwrap();
     assert!(
         host(&dys[0]).iter().all(|v| *v == 0.0),
         "Const input → zero tangent"
     );
     // Const output: the collective still runs (dropped into scratch), the input is untouched.
-    gather_forward(&comm, Duplicated::new(&x, &mut dxs[0]), Const(&mut y)).unwrap();
+    gather_rule(&comm)
+        .forward(Const(&mut y), Duplicated::new(&x, &mut dxs[0]))
+        .unwrap();
     assert_eq!(host(&dxs[0]), vs[0]);
 
     // Reverse into preloaded shadows, width 3: dx_k += dy_k, dy_k ← 0.
@@ -398,19 +402,19 @@ fn single_rank_forward_batches_and_const_arguments() {
         let [d, e, f] = &mut dys[..] else {
             unreachable!()
         };
-        let tape = scatter_augmented_primal(
-            &comm,
-            Duplicated::batch(&x, [&mut *a, &mut *b, &mut *c]),
-            Duplicated::batch(&mut y, [&mut *d, &mut *e, &mut *f]),
-        )
-        .unwrap();
-        scatter_reverse(
-            tape,
-            &comm,
-            Duplicated::batch(&x, [a, b, c]),
-            Duplicated::batch(&mut y, [d, e, f]),
-        )
-        .unwrap();
+        let tape = scatter_rule(&comm)
+            .augmented_primal(
+                Duplicated::batch(&mut y, [&mut *d, &mut *e, &mut *f]),
+                Duplicated::batch(&x, [&mut *a, &mut *b, &mut *c]),
+            )
+            .unwrap();
+        scatter_rule(&comm)
+            .reverse(
+                tape,
+                Duplicated::batch(&mut y, [d, e, f]),
+                Duplicated::batch(&x, [a, b, c]),
+            )
+            .unwrap();
     }
     for k in 0..3 {
         let want: Vec<f64> = pre[k].iter().zip(&seeds[k]).map(|(a, b)| a + b).collect();
@@ -418,16 +422,22 @@ fn single_rank_forward_batches_and_const_arguments() {
         assert!(host(&dys[k]).iter().all(|v| *v == 0.0), "lane {k}: dy ← 0");
     }
     // Const input in reverse: the output's cotangent is zeroed, nothing else.
-    let tape =
-        bcast_augmented_primal(&comm, 0, Const(&x), Duplicated::new(&mut y, &mut dys[1])).unwrap();
+    let tape = bcast_rule(&comm, 0)
+        .augmented_primal(Duplicated::new(&mut y, &mut dys[1]), Const(&x))
+        .unwrap();
     let mut dy = dev(&s, &seeds[1]);
-    bcast_reverse(tape, &comm, 0, Const(&x), Duplicated::new(&mut y, &mut dy)).unwrap();
+    bcast_rule(&comm, 0)
+        .reverse(tape, Duplicated::new(&mut y, &mut dy), Const(&x))
+        .unwrap();
     assert!(host(&dy).iter().all(|v| *v == 0.0));
     // Const output in reverse: zeros come back; dx unchanged.
-    let tape =
-        sum_all_augmented_primal(&comm, Duplicated::new(&x, &mut dxs[2]), Const(&mut y)).unwrap();
+    let tape = sum_all_rule(&comm)
+        .augmented_primal(Const(&mut y), Duplicated::new(&x, &mut dxs[2]))
+        .unwrap();
     let before = host(&dxs[2]);
-    sum_all_reverse(tape, &comm, Duplicated::new(&x, &mut dxs[2]), Const(&mut y)).unwrap();
+    sum_all_rule(&comm)
+        .reverse(tape, Const(&mut y), Duplicated::new(&x, &mut dxs[2]))
+        .unwrap();
     assert_eq!(host(&dxs[2]), before);
 }
 
@@ -443,8 +453,8 @@ fn single_rank_send_and_recv_forward_in_one_group() {
     let (x, mut dx) = (dev(&s, &v), dev(&s, &w));
     let (mut y, mut dy) = (zeros(&s, 64), zeros(&s, 64));
     rules_runtime::cudarc::nccl::group_start().unwrap();
-    let sent = send_to_forward(&comm, 0, Duplicated::new(&x, &mut dx));
-    let received = recv_from_forward(&comm, 0, Duplicated::new(&mut y, &mut dy));
+    let sent = send_to_rule(&comm, 0).forward(Duplicated::new(&x, &mut dx));
+    let received = recv_from_rule(&comm, 0).forward(Duplicated::new(&mut y, &mut dy));
     rules_runtime::cudarc::nccl::group_end().unwrap();
     sent.unwrap();
     received.unwrap();
@@ -476,142 +486,130 @@ fn single_rank_adjoint_checks() {
         let c = &comm;
         match kind {
             "broadcast" => {
-                bcast_forward(
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = bcast_augmented_primal(
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                bcast_reverse(
-                    t,
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                bcast_rule(c, 0)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = bcast_rule(c, 0)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                bcast_rule(c, 0)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
             "reduce" => {
-                reduce_to_forward(
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = reduce_to_augmented_primal(
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                reduce_to_reverse(
-                    t,
-                    c,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                reduce_to_rule(c, 0)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = reduce_to_rule(c, 0)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                reduce_to_rule(c, 0)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
             "all_gather" => {
-                gather_forward(
-                    c,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = gather_augmented_primal(
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                gather_reverse(
-                    t,
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                gather_rule(c)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = gather_rule(c)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                gather_rule(c)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
             "reduce_scatter" => {
-                scatter_forward(
-                    c,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = scatter_augmented_primal(
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                scatter_reverse(
-                    t,
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                scatter_rule(c)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = scatter_rule(c)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                scatter_rule(c)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
             "all_reduce" => {
-                sum_all_forward(
-                    c,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = sum_all_augmented_primal(
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                sum_all_reverse(
-                    t,
-                    c,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                sum_all_rule(c)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = sum_all_rule(c)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                sum_all_rule(c)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
             _ => {
-                shift_forward(
-                    c,
-                    0,
-                    0,
-                    Duplicated::new(&x, &mut dv),
-                    Duplicated::new(&mut y, &mut jv),
-                )
-                .unwrap();
-                let t = shift_augmented_primal(
-                    c,
-                    0,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
-                shift_reverse(
-                    t,
-                    c,
-                    0,
-                    0,
-                    Duplicated::new(&x, &mut jtw),
-                    Duplicated::new(&mut y, &mut dw),
-                )
-                .unwrap();
+                shift_rule(c, 0, 0)
+                    .forward(
+                        Duplicated::new(&mut y, &mut jv),
+                        Duplicated::new(&x, &mut dv),
+                    )
+                    .unwrap();
+                let t = shift_rule(c, 0, 0)
+                    .augmented_primal(
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
+                shift_rule(c, 0, 0)
+                    .reverse(
+                        t,
+                        Duplicated::new(&mut y, &mut dw),
+                        Duplicated::new(&x, &mut jtw),
+                    )
+                    .unwrap();
             }
         }
         let (lhs, rhs) = (dot(&host(&jv), &w), dot(&v, &host(&jtw)));
@@ -628,7 +626,9 @@ fn single_rank_errors_are_typed_and_change_nothing() {
     let comm = single_rank(&s);
     let x = dev(&s, &[1.0, 2.0, 3.0]);
     let mut y = dev(&s, &[7.0; 3]);
-    let e = bcast_forward(&comm, 1, Const(&x), Const(&mut y)).unwrap_err();
+    let e = bcast_rule(&comm, 1)
+        .forward(Const(&mut y), Const(&x))
+        .unwrap_err();
     assert!(
         matches!(
             e,
@@ -641,7 +641,9 @@ fn single_rank_errors_are_typed_and_change_nothing() {
         "{e}"
     );
     let mut long = dev(&s, &[7.0; 4]);
-    let e = gather_forward(&comm, Const(&x), Const(&mut long)).unwrap_err();
+    let e = gather_rule(&comm)
+        .forward(Const(&mut long), Const(&x))
+        .unwrap_err();
     assert!(
         matches!(
             e,
@@ -654,7 +656,9 @@ fn single_rank_errors_are_typed_and_change_nothing() {
         "{e}"
     );
     let mut dy = zeros(&s, 2);
-    let e = sum_all_forward(&comm, Const(&x), Duplicated::new(&mut y, &mut dy)).unwrap_err();
+    let e = sum_all_rule(&comm)
+        .forward(Duplicated::new(&mut y, &mut dy), Const(&x))
+        .unwrap_err();
     assert!(
         matches!(
             e,
@@ -673,13 +677,18 @@ fn single_rank_errors_are_typed_and_change_nothing() {
         .new_stream()
         .unwrap();
     let mut foreign = other.alloc_zeros::<f64>(3).unwrap();
-    let e = sum_all_forward(&comm, Const(&x), Const(&mut foreign)).unwrap_err();
+    let e = sum_all_rule(&comm)
+        .forward(Const(&mut foreign), Const(&x))
+        .unwrap_err();
     assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
     // A tape from another call.
     let mut dx = zeros(&s, 3);
-    let tape =
-        sum_all_augmented_primal(&comm, Duplicated::new(&x, &mut dx), Const(&mut y)).unwrap();
-    let e = scatter_reverse(tape, &comm, Duplicated::new(&x, &mut dx), Const(&mut y)).unwrap_err();
+    let tape = sum_all_rule(&comm)
+        .augmented_primal(Const(&mut y), Duplicated::new(&x, &mut dx))
+        .unwrap();
+    let e = scatter_rule(&comm)
+        .reverse(tape, Const(&mut y), Duplicated::new(&x, &mut dx))
+        .unwrap_err();
     assert!(matches!(e, Error::TapeMismatch(_)), "{e}");
     eprintln!("typed errors: InvalidRank, LengthMismatch, ContextMismatch, TapeMismatch");
 }
@@ -703,9 +712,12 @@ fn nccl_scratch_is_released_with_its_stream() {
     };
     let reverse = |comm: &Comm, st: &Arc<CudaStream>| {
         let (x, mut dx, mut y) = (zeros(st, n), zeros(st, n), zeros(st, n));
-        let tape =
-            sum_all_augmented_primal(comm, Duplicated::new(&x, &mut dx), Const(&mut y)).unwrap();
-        sum_all_reverse(tape, comm, Duplicated::new(&x, &mut dx), Const(&mut y)).unwrap();
+        let tape = sum_all_rule(comm)
+            .augmented_primal(Const(&mut y), Duplicated::new(&x, &mut dx))
+            .unwrap();
+        sum_all_rule(comm)
+            .reverse(tape, Const(&mut y), Duplicated::new(&x, &mut dx))
+            .unwrap();
         st.synchronize().unwrap();
     };
     // Warm up (NCCL's and the runtime's one-time set-up), on `s` and on a fresh stream.
@@ -763,29 +775,29 @@ fn peer_copy_between_two_contexts_of_device_0() {
     // Forward: the tangent goes through the same peer copy.
     let t = random_vec::<f64>(n, 9);
     let mut dt = dev(&sa, &t);
-    peer_copy_forward(
-        &sb,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dt),
-    )
-    .unwrap();
+    peer_copy_rule(&sb)
+        .forward(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dt),
+        )
+        .unwrap();
     assert_eq!((host(&y), host(&dy)), (v.clone(), t));
     // Reverse on the copy's stream (context B): staged into context A.
-    let tape = peer_copy_augmented_primal(
-        &sb,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    let tape = peer_copy_rule(&sb)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     let seed = random_vec::<f64>(n, 10);
     dy = dev(&sb, &seed);
-    peer_copy_reverse(
-        tape,
-        &sb,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&x, &mut dx),
-    )
-    .unwrap();
+    peer_copy_rule(&sb)
+        .reverse(
+            tape,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     let want: Vec<f64> = seed.iter().map(|a| a + 0.5).collect();
     assert_eq!(host(&dx), want, "dx += dy across contexts");
     assert!(
@@ -794,7 +806,9 @@ fn peer_copy_between_two_contexts_of_device_0() {
     );
     // A Const source: the destination's tangent is zeroed on its context.
     dy = dev(&sb, &seed);
-    peer_copy_forward(&sb, Duplicated::new(&mut y, &mut dy), Const(&x)).unwrap();
+    peer_copy_rule(&sb)
+        .forward(Duplicated::new(&mut y, &mut dy), Const(&x))
+        .unwrap();
     assert!(host(&dy).iter().all(|a| *a == 0.0));
     eprintln!("peer copy between two contexts: forward, reverse (staged), Const source: exact");
 }
@@ -916,10 +930,10 @@ fn two_gpus_broadcast_seed_round_trip() {
             &x,
             x.len(),
             &|x, dx, y, dy| {
-                bcast_augmented_primal(c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                bcast_rule(c, 0).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             },
             &|t, x, dx, y, dy| {
-                bcast_reverse(t, c, 0, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                bcast_rule(c, 0).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
             },
         )
     });
@@ -949,9 +963,11 @@ fn two_gpus_all_gather_seed_round_trip() {
             &xs[r],
             p * xs[r].len(),
             &|x, dx, y, dy| {
-                gather_augmented_primal(c, Duplicated::new(x, dx), Duplicated::new(y, dy))
+                gather_rule(c).augmented_primal(Duplicated::new(y, dy), Duplicated::new(x, dx))
             },
-            &|t, x, dx, y, dy| gather_reverse(t, c, Duplicated::new(x, dx), Duplicated::new(y, dy)),
+            &|t, x, dx, y, dy| {
+                gather_rule(c).reverse(t, Duplicated::new(y, dy), Duplicated::new(x, dx))
+            },
         )
     });
     for (r, (y, dx)) in out.iter().enumerate() {
@@ -1007,32 +1023,20 @@ fn two_gpus_adjoint_checks_across_ranks() {
             let c = &comm;
             let (to, from) = ((r + 1) % p, (r + p - 1) % p);
             macro_rules! both {
-                ($fwd:ident, $aug:ident, $rev:ident $(, $a:expr)*) => {{
-                    $fwd(c $(, $a)*, Duplicated::new(&x, &mut dv), Duplicated::new(&mut y, &mut jv)).unwrap();
-                    let t = $aug(c $(, $a)*, Duplicated::new(&x, &mut jtw), Duplicated::new(&mut y, &mut dw)).unwrap();
-                    $rev(t, c $(, $a)*, Duplicated::new(&x, &mut jtw), Duplicated::new(&mut y, &mut dw)).unwrap();
+                ($rule:ident $(, $a:expr)*) => {{
+                    let mut rule = $rule(c $(, $a)*);
+                    rule.forward(Duplicated::new(&mut y, &mut jv), Duplicated::new(&x, &mut dv)).unwrap();
+                    let t = rule.augmented_primal(Duplicated::new(&mut y, &mut dw), Duplicated::new(&x, &mut jtw)).unwrap();
+                    rule.reverse(t, Duplicated::new(&mut y, &mut dw), Duplicated::new(&x, &mut jtw)).unwrap();
                 }};
             }
             match kind {
-                "broadcast" => both!(bcast_forward, bcast_augmented_primal, bcast_reverse, 1),
-                "reduce" => both!(
-                    reduce_to_forward,
-                    reduce_to_augmented_primal,
-                    reduce_to_reverse,
-                    0
-                ),
-                "all_gather" => both!(gather_forward, gather_augmented_primal, gather_reverse),
-                "reduce_scatter" => {
-                    both!(scatter_forward, scatter_augmented_primal, scatter_reverse)
-                }
-                "all_reduce" => both!(sum_all_forward, sum_all_augmented_primal, sum_all_reverse),
-                _ => both!(
-                    shift_forward,
-                    shift_augmented_primal,
-                    shift_reverse,
-                    to,
-                    from
-                ),
+                "broadcast" => both!(bcast_rule, 1),
+                "reduce" => both!(reduce_to_rule, 0),
+                "all_gather" => both!(gather_rule),
+                "reduce_scatter" => both!(scatter_rule),
+                "all_reduce" => both!(sum_all_rule),
+                _ => both!(shift_rule, to, from),
             }
             (host(&jv), host(&jtw))
         });
@@ -1071,19 +1075,30 @@ fn two_gpus_send_and_recv_rules() {
         if r == 0 {
             let x = dev(&s, &v);
             let mut dx = dev(&s, &t);
-            send_to_forward(&comm, 1, Duplicated::new(&x, &mut dx)).unwrap();
+            send_to_rule(&comm, 1)
+                .forward(Duplicated::new(&x, &mut dx))
+                .unwrap();
             let mut g = zeros(&s, 500);
-            let tape = send_to_augmented_primal(&comm, 1, Duplicated::new(&x, &mut g)).unwrap();
-            send_to_reverse(tape, &comm, 1, Duplicated::new(&x, &mut g)).unwrap();
+            let tape = send_to_rule(&comm, 1)
+                .augmented_primal(Duplicated::new(&x, &mut g))
+                .unwrap();
+            send_to_rule(&comm, 1)
+                .reverse(tape, Duplicated::new(&x, &mut g))
+                .unwrap();
             (host(&g), Vec::new())
         } else if r == 1 {
             let (mut y, mut dy) = (zeros(&s, 500), zeros(&s, 500));
-            recv_from_forward(&comm, 0, Duplicated::new(&mut y, &mut dy)).unwrap();
+            recv_from_rule(&comm, 0)
+                .forward(Duplicated::new(&mut y, &mut dy))
+                .unwrap();
             let forward = [host(&y), host(&dy)].concat();
-            let tape =
-                recv_from_augmented_primal(&comm, 0, Duplicated::new(&mut y, &mut dy)).unwrap();
+            let tape = recv_from_rule(&comm, 0)
+                .augmented_primal(Duplicated::new(&mut y, &mut dy))
+                .unwrap();
             dy = dev(&s, &seed);
-            recv_from_reverse(tape, &comm, 0, Duplicated::new(&mut y, &mut dy)).unwrap();
+            recv_from_rule(&comm, 0)
+                .reverse(tape, Duplicated::new(&mut y, &mut dy))
+                .unwrap();
             assert!(host(&dy).iter().all(|a| *a == 0.0), "dy ← 0");
             (Vec::new(), forward)
         } else {
@@ -1120,21 +1135,21 @@ fn two_gpus_peer_copy_across_devices() {
         }
         let (x, mut dx) = (dev(&s0, &v), zeros(&s0, n));
         let (mut y, mut dy) = (zeros(&s1, n), zeros(&s1, n));
-        let tape = peer_copy_augmented_primal(
-            &s1,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )
-        .unwrap();
+        let tape = peer_copy_rule(&s1)
+            .augmented_primal(
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x, &mut dx),
+            )
+            .unwrap();
         assert_eq!(host(&y), v);
         dy = dev(&s1, &seed);
-        peer_copy_reverse(
-            tape,
-            &s1,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )
-        .unwrap();
+        peer_copy_rule(&s1)
+            .reverse(
+                tape,
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x, &mut dx),
+            )
+            .unwrap();
         assert_eq!(host(&dx), seed, "dx (device 0) += dy (device 1)");
         assert!(host(&dy).iter().all(|a| *a == 0.0));
         // Raw device pointers on two devices: the reverse finds each pointer's device.
@@ -1153,21 +1168,12 @@ fn two_gpus_peer_copy_across_devices() {
             pdy as *mut f64,
         );
         unsafe {
-            let tape = raw_copy_augmented_primal(
-                &s1,
-                Duplicated::new(py, pdy),
-                Duplicated::new(px, pdx),
-                n,
-            )
-            .unwrap();
-            raw_copy_reverse(
-                tape,
-                &s1,
-                Duplicated::new(py, pdy),
-                Duplicated::new(px, pdx),
-                n,
-            )
-            .unwrap();
+            let tape = raw_copy_rule(&s1, n)
+                .augmented_primal(Duplicated::new(py, pdy), Duplicated::new(px, pdx))
+                .unwrap();
+            raw_copy_rule(&s1, n)
+                .reverse(tape, Duplicated::new(py, pdy), Duplicated::new(px, pdx))
+                .unwrap();
         }
         s1.synchronize().unwrap();
         s0.synchronize().unwrap();

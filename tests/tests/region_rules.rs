@@ -14,6 +14,7 @@ use rules_runtime::testing::{adjoint_check, finite_difference_check, random_vec}
 use rules_runtime::{
     Active, Const, Differentiable, Dual, Duplicated, DuplicatedOnly, Error, Result, derivative_rule,
 };
+use rules_runtime::{FillRule, MemsetRule, RawFillRule, RawMemsetRule, RawRegionRule, RegionRule};
 use rules_tests::{lane_ptrs, lanes, ramp};
 
 /// A pitched 2D copy of host rows: `height` rows of `width` elements, each side's rows its own
@@ -391,13 +392,13 @@ fn forward<T: Differentiable, const W: usize>(
     let (ds, ss) = (g.dst.slice, g.src.slice);
     match form {
         Form::Slices2d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy2d_host_forward(d, s, dp, sp, g.w, g.h)
+            copy2d_host_rule(dp, sp, g.w, g.h).forward(d, s)
         }),
         Form::Slices3d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy3d_host_forward(d, s, dp, sp, ds, ss, g.w, g.h, g.d)
+            copy3d_host_rule(dp, sp, ds, ss, g.w, g.h, g.d).forward(d, s)
         }),
         Form::Pointers2d => with_acts!(ptrs, dm, src_active, y, *dy, x, *dx, |d, s| unsafe {
-            copy2d_ptr_forward(d, s, g.dst.off, g.src.off, dp, sp, g.w, g.h)
+            copy2d_ptr_rule(g.dst.off, g.src.off, dp, sp, g.w, g.h).forward(d, s)
         }),
     }
 }
@@ -415,24 +416,24 @@ fn reverse<T: Differentiable, const W: usize>(
     let (ds, ss) = (g.dst.slice, g.src.slice);
     let tape = match form {
         Form::Slices2d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy2d_host_augmented_primal(d, s, dp, sp, g.w, g.h)
+            copy2d_host_rule(dp, sp, g.w, g.h).augmented_primal(d, s)
         }),
         Form::Slices3d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy3d_host_augmented_primal(d, s, dp, sp, ds, ss, g.w, g.h, g.d)
+            copy3d_host_rule(dp, sp, ds, ss, g.w, g.h, g.d).augmented_primal(d, s)
         }),
         Form::Pointers2d => with_acts!(ptrs, dm, src_active, y, *dy, x, *dx, |d, s| unsafe {
-            copy2d_ptr_augmented_primal(d, s, g.dst.off, g.src.off, dp, sp, g.w, g.h)
+            copy2d_ptr_rule(g.dst.off, g.src.off, dp, sp, g.w, g.h).augmented_primal(d, s)
         }),
     }?;
     match form {
         Form::Slices2d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy2d_host_reverse(tape, d, s, dp, sp, g.w, g.h)
+            copy2d_host_rule(dp, sp, g.w, g.h).reverse(tape, d, s)
         }),
         Form::Slices3d => with_acts!(slices, dm, src_active, y, *dy, x, *dx, |d, s| {
-            copy3d_host_reverse(tape, d, s, dp, sp, ds, ss, g.w, g.h, g.d)
+            copy3d_host_rule(dp, sp, ds, ss, g.w, g.h, g.d).reverse(tape, d, s)
         }),
         Form::Pointers2d => with_acts!(ptrs, dm, src_active, y, *dy, x, *dx, |d, s| unsafe {
-            copy2d_ptr_reverse(tape, d, s, g.dst.off, g.src.off, dp, sp, g.w, g.h)
+            copy2d_ptr_rule(g.dst.off, g.src.off, dp, sp, g.w, g.h).reverse(tape, d, s)
         }),
     }
 }
@@ -597,24 +598,16 @@ fn memsets_for<T: Differentiable, const W: usize>(seed: u64) {
         for dm in [DstMode::Dup, DstMode::Only] {
             let y0: Vec<T> = ramp(n, 10.0);
             let run_fwd = |y: &mut Vec<T>, dy: &mut [Vec<T>; W]| match dm {
-                DstMode::Only => memset_rows_forward(
-                    DuplicatedOnly::batch(&mut y[..], lanes(dy)),
-                    0,
-                    pitch,
-                    w,
-                    h,
-                ),
-                _ => memset_rows_forward(Duplicated::batch(&mut y[..], lanes(dy)), 0, pitch, w, h),
+                DstMode::Only => memset_rows_rule(0, pitch, w, h)
+                    .forward(DuplicatedOnly::batch(&mut y[..], lanes(dy))),
+                _ => memset_rows_rule(0, pitch, w, h)
+                    .forward(Duplicated::batch(&mut y[..], lanes(dy))),
             };
             let run_rev = |y: &mut Vec<T>, dy: &mut [Vec<T>; W]| -> Result<()> {
-                let t = memset_rows_augmented_primal(
-                    Duplicated::batch(&mut y[..], lanes(dy)),
-                    0,
-                    pitch,
-                    w,
-                    h,
-                )?;
-                memset_rows_reverse(t, Duplicated::batch(&mut y[..], lanes(dy)), 0, pitch, w, h)
+                let t = memset_rows_rule(0, pitch, w, h)
+                    .augmented_primal(Duplicated::batch(&mut y[..], lanes(dy)))?;
+                memset_rows_rule(0, pitch, w, h)
+                    .reverse(t, Duplicated::batch(&mut y[..], lanes(dy)))
             };
             let jvp = |v: &[T]| -> Result<Vec<T>> {
                 let mut dy: [Vec<T>; W] = split(v, n);
@@ -655,13 +648,9 @@ fn memsets_for<T: Differentiable, const W: usize>(seed: u64) {
         let mut dy: [Vec<T>; W] = core::array::from_fn(|k| ramp(m + 5, k as f64));
         let (y0, dy0) = (y.clone(), dy.clone());
         unsafe {
-            memset_ptr_forward(
-                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                2,
-                m,
-                0,
-            )
-            .unwrap();
+            memset_ptr_rule(2, m, 0)
+                .forward(Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)))
+                .unwrap();
         }
         assert_eq!(y, set_map(&run, T::zero(), &y0));
         for k in 0..W {
@@ -669,21 +658,12 @@ fn memsets_for<T: Differentiable, const W: usize>(seed: u64) {
         }
         let mut dy = dy0.clone();
         unsafe {
-            let t = memset_ptr_augmented_primal(
-                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                2,
-                m,
-                0,
-            )
-            .unwrap();
-            memset_ptr_reverse(
-                t,
-                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-                2,
-                m,
-                0,
-            )
-            .unwrap();
+            let t = memset_ptr_rule(2, m, 0)
+                .augmented_primal(Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)))
+                .unwrap();
+            memset_ptr_rule(2, m, 0)
+                .reverse(t, Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)))
+                .unwrap();
         }
         for k in 0..W {
             assert_eq!(dy[k], set_map(&run, T::zero(), &dy0[k]));
@@ -724,34 +704,18 @@ fn fills_for<T: Differentiable, const W: usize>(seed: u64) {
                         .collect();
                     let mut y = y0.clone();
                     match (dm, active) {
-                        (DstMode::Only, true) => fill_rows_forward(
+                        (DstMode::Only, true) => fill_rows_rule(pitch, w, h).forward(
                             DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
                             Dual::batch(v0, tangents),
-                            pitch,
-                            w,
-                            h,
                         ),
-                        (DstMode::Only, false) => fill_rows_forward(
-                            DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)),
-                            Const(v0),
-                            pitch,
-                            w,
-                            h,
-                        ),
-                        (_, true) => fill_rows_forward(
+                        (DstMode::Only, false) => fill_rows_rule(pitch, w, h)
+                            .forward(DuplicatedOnly::batch(&mut y[..], lanes(&mut dy)), Const(v0)),
+                        (_, true) => fill_rows_rule(pitch, w, h).forward(
                             Duplicated::batch(&mut y[..], lanes(&mut dy)),
                             Dual::batch(v0, tangents),
-                            pitch,
-                            w,
-                            h,
                         ),
-                        (_, false) => fill_rows_forward(
-                            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-                            Const(v0),
-                            pitch,
-                            w,
-                            h,
-                        ),
+                        (_, false) => fill_rows_rule(pitch, w, h)
+                            .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(v0)),
                     }?;
                     let want_y = if dm == DstMode::Only {
                         y0.clone()
@@ -779,36 +743,24 @@ fn fills_for<T: Differentiable, const W: usize>(seed: u64) {
                         .collect();
                     let mut y = y0.clone();
                     let dv: [T; W] = if active {
-                        let t = fill_rows_augmented_primal(
+                        let t = fill_rows_rule(pitch, w, h).augmented_primal(
                             Duplicated::batch(&mut y[..], lanes(&mut dy)),
                             Active(v0),
-                            pitch,
-                            w,
-                            h,
                         )?;
-                        fill_rows_reverse(
+                        fill_rows_rule(pitch, w, h).reverse(
                             t,
                             Duplicated::batch(&mut y[..], lanes(&mut dy)),
                             Active(v0),
-                            pitch,
-                            w,
-                            h,
                         )?
                     } else {
-                        let t = fill_rows_augmented_primal(
+                        let t = fill_rows_rule(pitch, w, h).augmented_primal(
                             Duplicated::batch(&mut y[..], lanes(&mut dy)),
                             Const(v0),
-                            pitch,
-                            w,
-                            h,
                         )?;
-                        let () = fill_rows_reverse(
+                        let () = fill_rows_rule(pitch, w, h).reverse(
                             t,
                             Duplicated::batch(&mut y[..], lanes(&mut dy)),
                             Const(v0),
-                            pitch,
-                            w,
-                            h,
                         )?;
                         [T::zero(); W]
                     };
@@ -840,45 +792,49 @@ fn fill_of_a_whole_slice_and_through_a_pointer() {
     // Whole slice: d_v = Σ d_y, d_y ← 0.
     let mut y = vec![0.0f64; 5];
     let mut dy = vec![1.0, 2.0, 3.0, 4.0, 5.0];
-    let t =
-        fill_all_augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.5)).unwrap();
+    let t = fill_all_rule()
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.5))
+        .unwrap();
     assert_eq!(y, [2.5; 5]);
-    let [dv] = fill_all_reverse(t, Duplicated::new(&mut y[..], &mut dy[..]), Active(2.5)).unwrap();
+    let [dv] = fill_all_rule()
+        .reverse(t, Duplicated::new(&mut y[..], &mut dy[..]), Active(2.5))
+        .unwrap();
     assert_eq!((dv, dy.as_slice()), (15.0, &[0.0; 5][..]));
     // A `Const` destination has no lane: the value's derivative is an empty array.
-    let t = fill_all_augmented_primal(Const(&mut y[..]), Active(1.0)).unwrap();
-    let none: [f64; 0] = fill_all_reverse(t, Const(&mut y[..]), Active(1.0)).unwrap();
+    let t = fill_all_rule()
+        .augmented_primal(Const(&mut y[..]), Active(1.0))
+        .unwrap();
+    let none: [f64; 0] = fill_all_rule()
+        .reverse(t, Const(&mut y[..]), Active(1.0))
+        .unwrap();
     assert_eq!(none, [0.0f64; 0]);
     // Pointer, run of 3 from element 1, width 3: sentinels at 0 and 4.
     let mut y = vec![9.0f32; 5];
     let mut dy: [Vec<f32>; 3] = [vec![1.0; 5], vec![2.0; 5], vec![3.0; 5]];
     unsafe {
-        fill_ptr_forward(
-            Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-            1,
-            3,
-            Dual::batch(4.0, [0.5, 0.25, 0.125]),
-        )
-        .unwrap();
+        fill_ptr_rule(1, 3)
+            .forward(
+                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
+                Dual::batch(4.0, [0.5, 0.25, 0.125]),
+            )
+            .unwrap();
     }
     assert_eq!(y, [9.0, 4.0, 4.0, 4.0, 9.0]);
     assert_eq!(dy[1], [2.0, 0.25, 0.25, 0.25, 2.0]);
     let dv = unsafe {
-        let t = fill_ptr_augmented_primal(
-            Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-            1,
-            3,
-            Active(4.0),
-        )
-        .unwrap();
-        fill_ptr_reverse(
-            t,
-            Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
-            1,
-            3,
-            Active(4.0),
-        )
-        .unwrap()
+        let t = fill_ptr_rule(1, 3)
+            .augmented_primal(
+                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
+                Active(4.0),
+            )
+            .unwrap();
+        fill_ptr_rule(1, 3)
+            .reverse(
+                t,
+                Duplicated::batch(y.as_mut_ptr(), lane_ptrs(&mut dy)),
+                Active(4.0),
+            )
+            .unwrap()
     };
     assert_eq!(dv, [1.5, 0.75, 0.375]);
     assert_eq!(dy[2], [3.0, 0.0, 0.0, 0.0, 3.0]);
@@ -896,49 +852,38 @@ fn fill_from_a_value_buffer_accumulates_into_its_shadow() {
         let mut dv: [Vec<f64>; 3] = [vec![0.5], vec![0.25], vec![-1.0]];
         let mut dy: [Vec<f64>; 3] = core::array::from_fn(|k| ramp(n, k as f64));
         let dy0 = dy.clone();
-        fill_rows_from_forward(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Duplicated::batch(&v[..], lanes(&mut dv)),
-            pitch,
-            w,
-            h,
-        )
-        .unwrap();
+        fill_rows_from_rule(pitch, w, h)
+            .forward(
+                Duplicated::batch(&mut y[..], lanes(&mut dy)),
+                Duplicated::batch(&v[..], lanes(&mut dv)),
+            )
+            .unwrap();
         assert_eq!(y, set_map(&elems, 1.5, &y0));
         for k in 0..3 {
             assert_eq!(dy[k], set_map(&elems, dv[k][0], &dy0[k]));
         }
         // Const value: the shadows' boxes are zeroed.
         let mut dy = dy0.clone();
-        fill_rows_from_forward(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Const(&v[..]),
-            pitch,
-            w,
-            h,
-        )
-        .unwrap();
+        fill_rows_from_rule(pitch, w, h)
+            .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(&v[..]))
+            .unwrap();
         assert_eq!(dy[2], set_map(&elems, 0.0, &dy0[2]));
         // Reverse: d_v[k] += Σ_R d_y[k], then d_y[k][R] ← 0.
         let mut dy = dy0.clone();
         let mut dv: [Vec<f64>; 3] = [vec![1.0], vec![2.0], vec![3.0]];
-        let t = fill_rows_from_augmented_primal(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Duplicated::batch(&v[..], lanes(&mut dv)),
-            pitch,
-            w,
-            h,
-        )
-        .unwrap();
-        fill_rows_from_reverse(
-            t,
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Duplicated::batch(&v[..], lanes(&mut dv)),
-            pitch,
-            w,
-            h,
-        )
-        .unwrap();
+        let t = fill_rows_from_rule(pitch, w, h)
+            .augmented_primal(
+                Duplicated::batch(&mut y[..], lanes(&mut dy)),
+                Duplicated::batch(&v[..], lanes(&mut dv)),
+            )
+            .unwrap();
+        fill_rows_from_rule(pitch, w, h)
+            .reverse(
+                t,
+                Duplicated::batch(&mut y[..], lanes(&mut dy)),
+                Duplicated::batch(&v[..], lanes(&mut dv)),
+            )
+            .unwrap();
         for k in 0..3 {
             let s: f64 = elems.iter().map(|&e| dy0[k][e]).sum();
             assert_eq!(dv[k][0], (k + 1) as f64 + s);
@@ -947,14 +892,12 @@ fn fill_from_a_value_buffer_accumulates_into_its_shadow() {
         // A value buffer of another length is refused before anything is written.
         let two = [1.0f64, 2.0];
         let mut dy = dy0.clone();
-        let e = fill_rows_from_forward(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Const(&two[..]),
-            pitch,
-            w,
-            h,
-        )
-        .unwrap_err();
+        let e = fill_rows_from_rule(pitch, w, h)
+            .forward(
+                Duplicated::batch(&mut y[..], lanes(&mut dy)),
+                Const(&two[..]),
+            )
+            .unwrap_err();
         assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
         assert_eq!(dy, dy0);
     }
@@ -966,19 +909,21 @@ fn restore_writes_the_old_destination_back_after_the_shadow_work() {
     let x = [1.0f32, 2.0, 3.0];
     let mut y = [7.0f32, 8.0, 9.0];
     let (mut dx, mut dy) = ([0.0f32; 3], [0.5f32, 0.25, 0.125]);
-    let t = copy_restoring_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    let t = copy_restoring_rule()
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert!(t.restores());
     assert_eq!(y, x);
-    copy_restoring_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    copy_restoring_rule()
+        .reverse(
+            t,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!((y, dx, dy), ([7.0, 8.0, 9.0], [0.5, 0.25, 0.125], [0.0; 3]));
     // A pitched copy: only the box comes back; padding was never written.
     let g = shapes_2d()[2];
@@ -987,44 +932,33 @@ fn restore_writes_the_old_destination_back_after_the_shadow_work() {
     let y0: Vec<f32> = ramp(g.dlen(), 50.0);
     let mut y = y0.clone();
     let (mut dx, mut dy) = (vec![0.0f32; g.slen()], vec![1.0f32; g.dlen()]);
-    let t = copy2d_restoring_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-        dp,
-        sp,
-        g.w,
-        g.h,
-    )
-    .unwrap();
+    let t = copy2d_restoring_rule(dp, sp, g.w, g.h)
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!(y, copy_map(&g, Some(&x), &y0));
-    copy2d_restoring_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-        dp,
-        sp,
-        g.w,
-        g.h,
-    )
-    .unwrap();
+    copy2d_restoring_rule(dp, sp, g.w, g.h)
+        .reverse(
+            t,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     assert_eq!(y, y0);
     // `DuplicatedOnly`: the primal never ran, so nothing is saved or restored.
-    let t = copy_restoring_augmented_primal(
-        DuplicatedOnly::new(&mut y[..3], &mut dy[..3]),
-        Const(&x[..3]),
-    )
-    .unwrap();
+    let t = copy_restoring_rule()
+        .augmented_primal(
+            DuplicatedOnly::new(&mut y[..3], &mut dy[..3]),
+            Const(&x[..3]),
+        )
+        .unwrap();
     assert!(!t.restores());
     // Without `restore` the tape holds no box.
-    let t = copy2d_host_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Const(&x[..]),
-        dp,
-        sp,
-        g.w,
-        g.h,
-    )
-    .unwrap();
+    let t = copy2d_host_rule(dp, sp, g.w, g.h)
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+        .unwrap();
     assert!(!t.restores());
 }
 
@@ -1044,30 +978,18 @@ fn bad_boxes_are_typed_errors_before_any_write() {
         (8, g.w, g.h),
         (g.pitch::<f32>(g.dst), g.w, g.h + 50),
     ] {
-        let e = copy2d_host_forward(
-            Duplicated::batch(&mut y[..], lanes(&mut dy)),
-            Const(&x[..]),
-            dp,
-            sp,
-            w,
-            h,
-        )
-        .unwrap_err();
+        let e = copy2d_host_rule(dp, sp, w, h)
+            .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(&x[..]))
+            .unwrap_err();
         assert!(matches!(e, Error::BadRegion { .. }), "{e}");
         assert_eq!((&y, &dy), (&y0, &dy0));
     }
     // A lane whose shadow is too short fails before lane 0 is written.
     dy[2].truncate(3);
     let dy0 = dy.clone();
-    let e = copy2d_host_forward(
-        Duplicated::batch(&mut y[..], lanes(&mut dy)),
-        Const(&x[..]),
-        g.pitch::<f32>(g.dst),
-        sp,
-        g.w,
-        g.h,
-    )
-    .unwrap_err();
+    let e = copy2d_host_rule(g.pitch::<f32>(g.dst), sp, g.w, g.h)
+        .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(&x[..]))
+        .unwrap_err();
     assert!(matches!(e, Error::BadRegion { .. }), "{e}");
     assert_eq!((&y, &dy), (&y0, &dy0));
 }
@@ -1083,10 +1005,13 @@ fn overlap_is_judged_row_by_row_and_a_self_copy_is_the_identity() {
     let before = (buf.clone(), dbuf.clone());
     unsafe {
         let src = Duplicated::new(p as *const f64, dp);
-        let t = copy2d_ptr_augmented_primal(Duplicated::new(p, dp), src, 2, 0, pitch, pitch, 2, 4)
+        let t = copy2d_ptr_rule(2, 0, pitch, pitch, 2, 4)
+            .augmented_primal(Duplicated::new(p, dp), src)
             .unwrap();
         let src = Duplicated::new(p as *const f64, dp);
-        copy2d_ptr_reverse(t, Duplicated::new(p, dp), src, 2, 0, pitch, pitch, 2, 4).unwrap();
+        copy2d_ptr_rule(2, 0, pitch, pitch, 2, 4)
+            .reverse(t, Duplicated::new(p, dp), src)
+            .unwrap();
     }
     for r in 0..4 {
         // The primal moved each row's first pair onto its second; the reverse moved the
@@ -1103,20 +1028,27 @@ fn overlap_is_judged_row_by_row_and_a_self_copy_is_the_identity() {
     let before = (buf.clone(), dbuf.clone());
     let e = unsafe {
         let src = Duplicated::new(p as *const f64, dp);
-        copy2d_ptr_forward(Duplicated::new(p, dp), src, 1, 0, pitch, pitch, 2, 4).unwrap_err()
+        copy2d_ptr_rule(1, 0, pitch, pitch, 2, 4)
+            .forward(Duplicated::new(p, dp), src)
+            .unwrap_err()
     };
     assert!(matches!(e, Error::PartialOverlap { .. }), "{e}");
     assert_eq!((&buf, &dbuf), (&before.0, &before.1));
     // The same box of the same memory: the identity, forward and reverse.
     unsafe {
         let src = Duplicated::new(p as *const f64, dp);
-        copy2d_ptr_forward(Duplicated::new(p, dp), src, 1, 1, pitch, pitch, 2, 4).unwrap();
+        copy2d_ptr_rule(1, 1, pitch, pitch, 2, 4)
+            .forward(Duplicated::new(p, dp), src)
+            .unwrap();
         let src = Duplicated::new(p as *const f64, dp);
-        let t = copy2d_ptr_augmented_primal(Duplicated::new(p, dp), src, 1, 1, pitch, pitch, 2, 4)
+        let t = copy2d_ptr_rule(1, 1, pitch, pitch, 2, 4)
+            .augmented_primal(Duplicated::new(p, dp), src)
             .unwrap();
         assert!(!t.primal_ran());
         let src = Duplicated::new(p as *const f64, dp);
-        copy2d_ptr_reverse(t, Duplicated::new(p, dp), src, 1, 1, pitch, pitch, 2, 4).unwrap();
+        copy2d_ptr_rule(1, 1, pitch, pitch, 2, 4)
+            .reverse(t, Duplicated::new(p, dp), src)
+            .unwrap();
     }
     assert_eq!((&buf, &dbuf), (&before.0, &before.1));
 }
@@ -1128,26 +1060,13 @@ fn a_tape_serves_only_its_own_call() {
     let x: Vec<f32> = ramp(g.slen(), 1.0);
     let mut y: Vec<f32> = ramp(g.dlen(), 50.0);
     let mut dy = vec![1.0f32; g.dlen()];
-    let t = copy2d_host_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Const(&x[..]),
-        dp,
-        sp,
-        g.w,
-        g.h,
-    )
-    .unwrap();
+    let t = copy2d_host_rule(dp, sp, g.w, g.h)
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+        .unwrap();
     let dy0 = dy.clone();
-    let e = copy2d_host_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Const(&x[..]),
-        dp,
-        sp,
-        g.w,
-        g.h - 1,
-    )
-    .unwrap_err();
+    let e = copy2d_host_rule(dp, sp, g.w, g.h - 1)
+        .reverse(t, Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+        .unwrap_err();
     assert!(matches!(e, Error::TapeMismatch(_)), "{e}");
     assert_eq!(dy, dy0);
 }
@@ -1164,21 +1083,12 @@ fn finite_differences_through_region_rules() {
         let (dx, dv) = (&d[..ns], d[ns]);
         let (mut y, mut dy) = (vec![0.25; nd], vec![0.0; nd]);
         let mut dx = dx.to_vec();
-        copy2d_host_forward(
+        copy2d_host_rule(dp, sp, g.w, g.h).forward(
             Duplicated::new(&mut y[..], &mut dy[..]),
             Duplicated::new(x, &mut dx[..]),
-            dp,
-            sp,
-            g.w,
-            g.h,
         )?;
-        fill_rows_forward(
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Dual::new(v, dv),
-            dp,
-            2,
-            2,
-        )?;
+        fill_rows_rule(dp, 2, 2)
+            .forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(v, dv))?;
         let _ = &elems;
         Ok((y, dy))
     };

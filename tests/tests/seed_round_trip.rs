@@ -5,7 +5,7 @@
 macro_rules! seed_round_trip {
     ($m:ident, $t:ty) => {
         mod $m {
-            use rules_runtime::{Const, Duplicated, derivative_rule};
+            use rules_runtime::{Const, CopyRule, Duplicated, derivative_rule};
 
             /// "Upload": on host memory, a copy into another host buffer.
             #[derivative_rule(copy)]
@@ -34,16 +34,18 @@ macro_rules! seed_round_trip {
                 let (mut d, mut dd) = (vec![0.0 as $t; n], vec![0.0 as $t; n]);
                 let (mut h, mut dh) = (vec![0.0 as $t; n], vec![0.0 as $t; n]);
                 // Forward sweep: the augmented primals run the copies and keep their tapes.
-                let t1 = to_device_augmented_primal(
-                    Duplicated::new(&mut d[..], &mut dd[..]),
-                    Duplicated::new(&x[..], &mut dx[..]),
-                )
-                .unwrap();
-                let t2 = to_host_augmented_primal(
-                    Duplicated::new(&mut h[..], &mut dh[..]),
-                    Duplicated::new(&d[..], &mut dd[..]),
-                )
-                .unwrap();
+                let t1 = to_device_rule()
+                    .augmented_primal(
+                        Duplicated::new(&mut d[..], &mut dd[..]),
+                        Duplicated::new(&x[..], &mut dx[..]),
+                    )
+                    .unwrap();
+                let t2 = to_host_rule()
+                    .augmented_primal(
+                        Duplicated::new(&mut h[..], &mut dh[..]),
+                        Duplicated::new(&d[..], &mut dd[..]),
+                    )
+                    .unwrap();
                 assert_eq!(h, x);
                 assert_eq!(f(&h), 1.0 + 4.0 + 12.25 + 0.0625 + 49.0);
                 // The cotangent of sum(abs2, h) is 2h.
@@ -51,24 +53,26 @@ macro_rules! seed_round_trip {
                     *g += 2.0 * v;
                 }
                 // Reverse sweep, in the opposite order.
-                to_host_reverse(
-                    t2,
-                    Duplicated::new(&mut h[..], &mut dh[..]),
-                    Duplicated::new(&d[..], &mut dd[..]),
-                )
-                .unwrap();
+                to_host_rule()
+                    .reverse(
+                        t2,
+                        Duplicated::new(&mut h[..], &mut dh[..]),
+                        Duplicated::new(&d[..], &mut dd[..]),
+                    )
+                    .unwrap();
                 assert_eq!(dh, [0.0; 5], "the output cotangent is consumed");
                 assert_eq!(
                     dd,
                     [2.0, -4.0, 7.0, 0.5, -14.0],
                     "it moved to the intermediate"
                 );
-                to_device_reverse(
-                    t1,
-                    Duplicated::new(&mut d[..], &mut dd[..]),
-                    Duplicated::new(&x[..], &mut dx[..]),
-                )
-                .unwrap();
+                to_device_rule()
+                    .reverse(
+                        t1,
+                        Duplicated::new(&mut d[..], &mut dd[..]),
+                        Duplicated::new(&x[..], &mut dx[..]),
+                    )
+                    .unwrap();
                 assert_eq!(dx, [2.0, -4.0, 7.0, 0.5, -14.0], "dx == 2x, not 3x, not 0");
                 assert_eq!(dd, [0.0; 5]);
             }
@@ -80,29 +84,33 @@ macro_rules! seed_round_trip {
                 let mut dx: [$t; 5] = [10.0, 20.0, 30.0, 40.0, 50.0];
                 let (mut d, mut dd) = ([0.0 as $t; 5], [0.0 as $t; 5]);
                 let (mut h, mut dh) = ([0.0 as $t; 5], [0.0 as $t; 5]);
-                let t1 = to_device_augmented_primal(
-                    Duplicated::new(&mut d[..], &mut dd[..]),
-                    Duplicated::new(&x[..], &mut dx[..]),
-                )
-                .unwrap();
-                let t2 = to_host_augmented_primal(
-                    Duplicated::new(&mut h[..], &mut dh[..]),
-                    Duplicated::new(&d[..], &mut dd[..]),
-                )
-                .unwrap();
+                let t1 = to_device_rule()
+                    .augmented_primal(
+                        Duplicated::new(&mut d[..], &mut dd[..]),
+                        Duplicated::new(&x[..], &mut dx[..]),
+                    )
+                    .unwrap();
+                let t2 = to_host_rule()
+                    .augmented_primal(
+                        Duplicated::new(&mut h[..], &mut dh[..]),
+                        Duplicated::new(&d[..], &mut dd[..]),
+                    )
+                    .unwrap();
                 dh = h.map(|v| 2.0 * v);
-                to_host_reverse(
-                    t2,
-                    Duplicated::new(&mut h[..], &mut dh[..]),
-                    Duplicated::new(&d[..], &mut dd[..]),
-                )
-                .unwrap();
-                to_device_reverse(
-                    t1,
-                    Duplicated::new(&mut d[..], &mut dd[..]),
-                    Duplicated::new(&x[..], &mut dx[..]),
-                )
-                .unwrap();
+                to_host_rule()
+                    .reverse(
+                        t2,
+                        Duplicated::new(&mut h[..], &mut dh[..]),
+                        Duplicated::new(&d[..], &mut dd[..]),
+                    )
+                    .unwrap();
+                to_device_rule()
+                    .reverse(
+                        t1,
+                        Duplicated::new(&mut d[..], &mut dd[..]),
+                        Duplicated::new(&x[..], &mut dx[..]),
+                    )
+                    .unwrap();
                 assert_eq!(dx, [12.0, 16.0, 37.0, 40.5, 36.0]);
             }
 
@@ -117,34 +125,38 @@ macro_rules! seed_round_trip {
                 let mut dd = rules_tests::copies::<_, 3>(&vec![0.0 as $t; n]);
                 let mut h = vec![0.0 as $t; n];
                 let mut dh = rules_tests::copies::<_, 3>(&vec![0.0 as $t; n]);
-                let t1 = to_device_augmented_primal(
-                    Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
-                    Duplicated::batch(&x[..], rules_tests::lanes(&mut dx)),
-                )
-                .unwrap();
-                let t2 = to_host_augmented_primal(
-                    Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
-                    Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
-                )
-                .unwrap();
+                let t1 = to_device_rule()
+                    .augmented_primal(
+                        Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
+                        Duplicated::batch(&x[..], rules_tests::lanes(&mut dx)),
+                    )
+                    .unwrap();
+                let t2 = to_host_rule()
+                    .augmented_primal(
+                        Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
+                        Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
+                    )
+                    .unwrap();
                 assert_eq!(h, x);
                 for i in 0..n {
                     dh[0][i] = 2.0 * h[i];
                     dh[1][i] = i as $t;
                     dh[2][i] = -h[i];
                 }
-                to_host_reverse(
-                    t2,
-                    Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
-                    Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
-                )
-                .unwrap();
-                to_device_reverse(
-                    t1,
-                    Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
-                    Duplicated::batch(&x[..], rules_tests::lanes(&mut dx)),
-                )
-                .unwrap();
+                to_host_rule()
+                    .reverse(
+                        t2,
+                        Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
+                        Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
+                    )
+                    .unwrap();
+                to_device_rule()
+                    .reverse(
+                        t1,
+                        Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
+                        Duplicated::batch(&x[..], rules_tests::lanes(&mut dx)),
+                    )
+                    .unwrap();
                 assert_eq!(dx[0], [2.0, -4.0, 7.0, 0.5, -14.0]);
                 assert_eq!(dx[1], [0.0, 1.0, 2.0, 3.0, 4.0]);
                 assert_eq!(dx[2], [-1.0, 2.0, -3.5, -0.25, 7.0]);
@@ -162,16 +174,18 @@ macro_rules! seed_round_trip {
                 let mut dd = rules_tests::copies::<_, W>(&vec![0.0 as $t; n]);
                 let mut h = vec![0.0 as $t; n];
                 let mut dh = rules_tests::copies::<_, W>(&vec![f64::NAN as $t; n]); // overwritten, never read
-                to_device_forward(
-                    Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
-                    Duplicated::batch(x, rules_tests::lanes(&mut v)),
-                )
-                .unwrap();
-                to_host_forward(
-                    Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
-                    Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
-                )
-                .unwrap();
+                to_device_rule()
+                    .forward(
+                        Duplicated::batch(&mut d[..], rules_tests::lanes(&mut dd)),
+                        Duplicated::batch(x, rules_tests::lanes(&mut v)),
+                    )
+                    .unwrap();
+                to_host_rule()
+                    .forward(
+                        Duplicated::batch(&mut h[..], rules_tests::lanes(&mut dh)),
+                        Duplicated::batch(&d[..], rules_tests::lanes(&mut dd)),
+                    )
+                    .unwrap();
                 (h, dh)
             }
 
@@ -219,12 +233,15 @@ macro_rules! seed_round_trip {
                 let mut dd: [$t; 5] = [9.0; 5];
                 let mut h = [0.0 as $t; 5];
                 let mut dh: [$t; 5] = [9.0; 5];
-                to_device_forward(Duplicated::new(&mut d[..], &mut dd[..]), Const(&x[..])).unwrap();
-                to_host_forward(
-                    Duplicated::new(&mut h[..], &mut dh[..]),
-                    Duplicated::new(&d[..], &mut dd[..]),
-                )
-                .unwrap();
+                to_device_rule()
+                    .forward(Duplicated::new(&mut d[..], &mut dd[..]), Const(&x[..]))
+                    .unwrap();
+                to_host_rule()
+                    .forward(
+                        Duplicated::new(&mut h[..], &mut dh[..]),
+                        Duplicated::new(&d[..], &mut dd[..]),
+                    )
+                    .unwrap();
                 assert_eq!(h, x);
                 assert_eq!(df(&h, &dh), 0.0);
                 assert_eq!(dh, [0.0; 5]);

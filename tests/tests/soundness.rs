@@ -8,8 +8,9 @@ use rules_runtime::memory::{DeviceAddr, Region};
 use rules_runtime::{
     Const, Duplicated, Error, MemoryKind, ShadowMemory, ShadowRead, derivative_rule,
 };
-use rules_tests::{copy_ptr, copy_ptr_augmented_primal, copy_ptr_reverse};
-use rules_tests::{copy_slice_augmented_primal, copy_slice_reverse};
+use rules_runtime::{CopyRule, RawCopyRule};
+use rules_tests::copy_slice_rule;
+use rules_tests::{copy_ptr, copy_ptr_rule};
 
 /// Host memory that claims whatever kind (and length) it is told to: how a user's buffer type
 /// with a run-time kind looks to the runtime.
@@ -77,17 +78,19 @@ fn a_failing_lane_leaves_the_lanes_before_it_untouched() {
             tagged(&[7.0, 8.0], MemoryKind::Host),
         );
         let xs = tagged(&x, MemoryKind::Host);
-        let tape = copy_tagged_augmented_primal(
-            Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
-            Duplicated::batch(&xs, [&mut dx0, &mut dx1]),
-        )
-        .unwrap();
-        let e = copy_tagged_reverse(
-            tape,
-            Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
-            Duplicated::batch(&xs, [&mut dx0, &mut dx1]),
-        )
-        .unwrap_err();
+        let tape = copy_tagged_rule()
+            .augmented_primal(
+                Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
+                Duplicated::batch(&xs, [&mut dx0, &mut dx1]),
+            )
+            .unwrap();
+        let e = copy_tagged_rule()
+            .reverse(
+                tape,
+                Duplicated::batch(&mut y, [&mut dy0, &mut dy1]),
+                Duplicated::batch(&xs, [&mut dx0, &mut dx1]),
+            )
+            .unwrap_err();
         assert!(
             matches!(e, Error::UnsupportedKinds { .. } | Error::NoStream(_)),
             "{bad:?}: {e}"
@@ -110,19 +113,21 @@ fn a_length_the_host_view_does_not_have_is_an_error() {
     let mut dx = tagged(&[0.0; 2], MemoryKind::Host);
     let mut dy = tagged(&[3.0, 4.0], MemoryKind::Host);
     dx.claims = 2;
-    let tape = copy_tagged_augmented_primal(
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&xs, &mut dx),
-    )
-    .unwrap();
+    let tape = copy_tagged_rule()
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&xs, &mut dx),
+        )
+        .unwrap();
     // Lies from here on: claims 2 elements, has 1.
     dx.data.truncate(1);
-    let e = copy_tagged_reverse(
-        tape,
-        Duplicated::new(&mut y, &mut dy),
-        Duplicated::new(&xs, &mut dx),
-    )
-    .unwrap_err();
+    let e = copy_tagged_rule()
+        .reverse(
+            tape,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&xs, &mut dx),
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
     assert_eq!((&dx.data, &dy.data), (&vec![0.0], &vec![3.0, 4.0]));
 }
@@ -138,36 +143,25 @@ fn shadows_aliasing_primals_or_other_lanes_are_refused() {
     let (dx, dy) = (unsafe { p.add(4) }, unsafe { p.add(6) });
     // d_src is the primal `dst`.
     let e = unsafe {
-        copy_ptr_augmented_primal(
-            Duplicated::new(y, dy),
-            0,
-            Duplicated::new(x as *const f64, y),
-            0,
-            2,
-        )
+        copy_ptr_rule(0, 0, 2)
+            .augmented_primal(Duplicated::new(y, dy), Duplicated::new(x as *const f64, y))
     }
     .unwrap_err();
     assert!(matches!(e, Error::Aliasing { .. }), "{e}");
     // Two lanes share one source shadow.
     let e = unsafe {
-        copy_ptr_augmented_primal(
+        copy_ptr_rule(0, 0, 1).augmented_primal(
             Duplicated::batch(y, [dy, dy.add(1)]),
-            0,
             Duplicated::batch(x as *const f64, [dx, dx]),
-            0,
-            1,
         )
     }
     .unwrap_err();
     assert!(matches!(e, Error::Aliasing { .. }), "{e}");
     // Lane 1's destination shadow overlaps lane 0's source shadow.
     let e = unsafe {
-        copy_ptr_augmented_primal(
+        copy_ptr_rule(0, 0, 2).augmented_primal(
             Duplicated::batch(y, [dy, dx.add(1)]),
-            0,
             Duplicated::batch(x as *const f64, [dx, dy.add(1)]),
-            0,
-            2,
         )
     }
     .unwrap_err();
@@ -175,13 +169,8 @@ fn shadows_aliasing_primals_or_other_lanes_are_refused() {
     assert_eq!(buf, before, "nothing was written");
     // The forward rule checks the same.
     let e = unsafe {
-        rules_tests::copy_ptr_forward(
-            Duplicated::new(y, x),
-            0,
-            Duplicated::new(x as *const f64, dx),
-            0,
-            2,
-        )
+        rules_tests::copy_ptr_rule(0, 0, 2)
+            .forward(Duplicated::new(y, x), Duplicated::new(x as *const f64, dx))
     }
     .unwrap_err();
     assert!(matches!(e, Error::Aliasing { .. }), "{e}");
@@ -197,54 +186,50 @@ fn a_tape_belongs_to_its_call() {
     let (mut ya, mut yb) = ([0.0f32; 2], [0.0f32; 2]);
     let (mut dxa, mut dya) = ([0.0f32; 2], [0.0f32; 2]);
     let (mut dxb, mut dyb) = ([0.0f32; 2], [1.0f32; 2]);
-    let tape_a = copy_slice_augmented_primal(
-        Duplicated::new(&mut ya[..], &mut dya[..]),
-        Duplicated::new(&xa[..], &mut dxa[..]),
-    )
-    .unwrap();
-    let tape_b = copy_slice_augmented_primal(
-        Duplicated::new(&mut yb[..], &mut dyb[..]),
-        Duplicated::new(&xb[..], &mut dxb[..]),
-    )
-    .unwrap();
-    let e = copy_slice_reverse(
-        tape_a,
-        Duplicated::new(&mut yb[..], &mut dyb[..]),
-        Duplicated::new(&xb[..], &mut dxb[..]),
-    )
-    .unwrap_err();
+    let tape_a = copy_slice_rule()
+        .augmented_primal(
+            Duplicated::new(&mut ya[..], &mut dya[..]),
+            Duplicated::new(&xa[..], &mut dxa[..]),
+        )
+        .unwrap();
+    let tape_b = copy_slice_rule()
+        .augmented_primal(
+            Duplicated::new(&mut yb[..], &mut dyb[..]),
+            Duplicated::new(&xb[..], &mut dxb[..]),
+        )
+        .unwrap();
+    let e = copy_slice_rule()
+        .reverse(
+            tape_a,
+            Duplicated::new(&mut yb[..], &mut dyb[..]),
+            Duplicated::new(&xb[..], &mut dxb[..]),
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::TapeMismatch(_)), "{e}");
     assert_eq!((dxb, dyb), ([0.0; 2], [1.0; 2]), "nothing moved");
     // Its own tape works; seeding the cotangent into a fresh buffer is fine.
     let mut fresh = [1.0f32, 1.0];
-    copy_slice_reverse(
-        tape_b,
-        Duplicated::new(&mut yb[..], &mut fresh[..]),
-        Duplicated::new(&xb[..], &mut dxb[..]),
-    )
-    .unwrap();
+    copy_slice_rule()
+        .reverse(
+            tape_b,
+            Duplicated::new(&mut yb[..], &mut fresh[..]),
+            Duplicated::new(&xb[..], &mut dxb[..]),
+        )
+        .unwrap();
     assert_eq!((dxb, fresh), ([1.0; 2], [0.0; 2]));
     // Pointer rules too (their tapes also carry offsets).
     let (mut u, mut v) = (vec![1.0f64; 4], vec![0.0f64; 4]);
     let (mut w, mut z) = (vec![1.0f64; 4], vec![0.0f64; 4]);
     let t = unsafe {
-        copy_ptr_augmented_primal(
-            Const(v.as_mut_ptr()),
-            0,
-            Const(u.as_mut_ptr() as *const f64),
-            0,
-            4,
-        )
+        copy_ptr_rule(0, 0, 4)
+            .augmented_primal(Const(v.as_mut_ptr()), Const(u.as_mut_ptr() as *const f64))
     }
     .unwrap();
     let e = unsafe {
-        copy_ptr_reverse(
+        copy_ptr_rule(0, 0, 4).reverse(
             t,
             Const(z.as_mut_ptr()),
-            0,
             Const(w.as_mut_ptr() as *const f64),
-            0,
-            4,
         )
     }
     .unwrap_err();

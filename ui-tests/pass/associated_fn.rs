@@ -3,6 +3,7 @@
 //! see that it is inside an `impl`, and there the primal is not in scope by its bare name).
 #![allow(dead_code)]
 
+use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 struct Buffers;
@@ -27,20 +28,22 @@ impl Buffers {
 
 fn main() {
     let (x, mut dx, mut y, mut dy) = ([1.0f32, 2.0], [0.0f32; 2], [0.0f32; 2], [0.0f32; 2]);
-    let tape = Buffers::copy_into_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
+    let tape = Buffers::copy_into_rule()
+.augmented_primal(
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
     dy = [1.0, 1.0];
-    Buffers::copy_into_reverse(
-        tape,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
+    Buffers::copy_into_rule()
+.reverse(
+tape,
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
     assert_eq!((dx, dy), ([1.0; 2], [0.0; 2]));
     let (a, mut b) = (vec![1.0f64, 2.0], vec![0.0f64; 2]);
-    Buffers::copy_n_forward(Const(&mut b), Const(&a), 1).unwrap();
+    Buffers::copy_n_rule(1).forward(Const(&mut b), Const(&a)).unwrap();
     assert_eq!(b, [1.0, 0.0]);
 }

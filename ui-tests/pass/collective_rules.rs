@@ -4,6 +4,7 @@
 //! (a plain `copy` rule whose buffers live on two devices). Compiled only: `main` needs no GPU.
 #![allow(dead_code)]
 
+use rules_runtime::{CollectiveRule, RecvRule, SendRule};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DriverError};
 use rules_runtime::cudarc::nccl::{Comm, ReduceOp};
 use rules_runtime::nccl::NcclElement;
@@ -116,12 +117,12 @@ fn calls(
     y: &mut CudaSlice<f32>,
     dy: &mut CudaSlice<f32>,
 ) -> NcclResult {
-    let tape = gather_augmented_primal(comm, Duplicated::new(x, &mut *dx), Const(&mut *y))?;
-    gather_reverse(tape, comm, Duplicated::new(x, &mut *dx), Const(&mut *y))?;
-    bcast_forward(comm, 0, Const(x), Duplicated::new(&mut *y, &mut *dy))?;
-    let tape = unsafe { recv_from_augmented_primal(comm, 0, Duplicated::new(&mut *y, &mut *dy)) }?;
+    let tape = gather_rule(comm).augmented_primal(Const(&mut *y), Duplicated::new(x, &mut *dx))?;
+    gather_rule(comm).reverse(tape, Const(&mut *y), Duplicated::new(x, &mut *dx))?;
+    bcast_rule(comm, 0).forward(Duplicated::new(&mut *y, &mut *dy), Const(x))?;
+    let tape = unsafe { recv_from_rule(comm, 0).augmented_primal(Duplicated::new(&mut *y, &mut *dy)) }?;
     unsafe { recv_back(tape, comm, 0, Duplicated::new(&mut *y, &mut *dy)) }?;
-    send_to_forward(comm, 0, Duplicated::new(x, &mut *dx), 7)
+    send_to_rule(comm, 0, 7).forward(Duplicated::new(x, &mut *dx))
 }
 
 fn main() {}

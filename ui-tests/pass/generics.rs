@@ -1,5 +1,6 @@
 //! Generic rules: element type parameters, const generics, lifetimes and `where` clauses.
 
+use rules_runtime::{CopyRule, RawCopyRule};
 use rules_runtime::{Const, Differentiable, Duplicated, derivative_rule};
 
 #[derivative_rule(copy)]
@@ -34,11 +35,11 @@ fn main() {
     let x = [1.0f32; 3];
     let mut dx = [0.0f32; 3];
     let mut y = [0.0f32; 3];
-    generic_forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
-    arrays_forward(Const(&mut y), Const(&x)).unwrap();
+    generic_rule().forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
+    arrays_rule().forward(Const(&mut y), Const(&x)).unwrap();
     let xd = vec![2.0f64; 2];
     let mut yd = vec![0.0f64; 2];
-    lifetimes_forward(Const(&mut yd[..]), Const(&xd[..]), "t").unwrap();
-    unsafe { generic_ptr_forward(Const(y.as_mut_ptr()), Const(x.as_ptr()), 3) }.unwrap();
+    lifetimes_rule("t").forward(Const(&mut yd[..]), Const(&xd[..])).unwrap();
+    unsafe { generic_ptr_rule(3).forward(Const(y.as_mut_ptr()), Const(x.as_ptr())) }.unwrap();
     assert_eq!((y, yd), (x, xd));
 }

@@ -50,6 +50,7 @@ enum Shadowed {
     None,
 }
 #[allow(unused_imports)]
+use rules_runtime::{CopyRule, RawCopyRule};
 use Shadowed::{Err, None, Ok, Some};
 
 /// The rules live in a public module, so that `missing_docs` looks at them.
@@ -92,10 +93,10 @@ fn main() {
     use rules_runtime::Const;
     let x = [1.0f32; 2];
     let mut y = [0.0f32; 2];
-    rules::copy_slice_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    rules::copy_slice_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
     let xv = ::std::vec![1.0f64; 2];
     let mut yv = ::std::vec![0.0f64; 2];
-    rules::copy_vec_forward(Const(&mut yv), Const(&xv)).unwrap();
+    rules::copy_vec_rule().forward(Const(&mut yv), Const(&xv)).unwrap();
     // SAFETY: both arrays hold 2 elements.
-    unsafe { rules::copy_ptr_forward(Const(y.as_mut_ptr()), Const(x.as_ptr()), 0, 2) }.unwrap();
+    unsafe { rules::copy_ptr_rule(0, 2).forward(Const(y.as_mut_ptr()), Const(x.as_ptr())) }.unwrap();
 }

@@ -1,5 +1,6 @@
 //! Parameters without a role are passed to the primal unchanged, once per lane.
 
+use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 #[derivative_rule(copy)]
@@ -30,18 +31,14 @@ fn main() {
     let (mut dx1, mut dx2) = ([0.0f32; 2], [0.0f32; 2]);
     let (mut y, mut dy1, mut dy2) = ([0.0f32; 2], [0.0f32; 2], [0.0f32; 2]);
     let mut calls = 0;
-    scaled_log_forward(
-        Duplicated::batch(&mut y[..], [&mut dy1[..], &mut dy2[..]]),
-        &mut calls,
-        Duplicated::batch(&x[..], [&mut dx1[..], &mut dx2[..]]),
-        "copy",
-        4,
-        (0, 1),
-        None,
-    )
+    scaled_log_rule(&mut calls, "copy", 4, (0, 1), None)
+.forward(
+Duplicated::batch(&mut y[..], [&mut dy1[..], &mut dy2[..]]),
+Duplicated::batch(&x[..], [&mut dx1[..], &mut dx2[..]]),
+)
     .unwrap();
     // The primal and one tangent copy per lane.
     assert_eq!(calls, 3);
-    let tape = with_tape_augmented_primal(Const(&mut y[..]), Const(&x[..]), 7).unwrap();
-    with_tape_reverse(tape, Const(&mut y[..]), Const(&x[..]), 7).unwrap();
+    let tape = with_tape_rule(7).augmented_primal(Const(&mut y[..]), Const(&x[..])).unwrap();
+    with_tape_rule(7).reverse(tape, Const(&mut y[..]), Const(&x[..])).unwrap();
 }

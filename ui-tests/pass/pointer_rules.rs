@@ -1,5 +1,6 @@
 //! Pointer-shaped rules: raw pointers with a declared memory kind, a length, and optional offsets.
 
+use rules_runtime::{RawCopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 /// A plain host copy of `n` elements.
@@ -38,19 +39,19 @@ fn main() {
     let mut dx = [0.0f32; 3];
     let (mut y, mut dy) = ([0.0f32; 3], [0.0f32; 3]);
     unsafe {
-        let tape = host_copy_augmented_primal(
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-            3,
-        )
+        let tape = host_copy_rule(3)
+.augmented_primal(
+Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+)
         .unwrap();
         dy = [1.0, 1.0, 1.0];
-        host_copy_reverse(
-            tape,
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-            3,
-        )
+        host_copy_rule(3)
+.reverse(
+tape,
+Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+)
         .unwrap();
     }
     assert_eq!((y, dx, dy), (x, [1.0; 3], [0.0; 3]));
@@ -58,13 +59,13 @@ fn main() {
     let xs = [1.0f64, 2.0, 3.0, 4.0];
     let mut ys = [0.0f64; 4];
     unsafe {
-        offset_copy_forward(Const(ys.as_mut_ptr()), 1, Const(xs.as_ptr()), 2, 2).unwrap();
+        offset_copy_rule(1, 2, 2).forward(Const(ys.as_mut_ptr()), Const(xs.as_ptr())).unwrap();
     }
     assert_eq!(ys, [0.0, 3.0, 4.0, 0.0]);
 
     let mut z = [0.0f32; 4];
     unsafe {
-        checked_copy_forward(Const(z.as_mut_ptr()), Const(x.as_ptr()), 1, 3).unwrap();
+        checked_copy_rule(1, 3).forward(Const(z.as_mut_ptr()), Const(x.as_ptr())).unwrap();
     }
     assert_eq!(z, [0.0, 1.0, 2.0, 3.0]);
 }

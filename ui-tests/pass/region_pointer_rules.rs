@@ -1,5 +1,6 @@
 //! Region rules on raw pointers with declared memory kinds: offsets, pitches, runs.
 
+use rules_runtime::{RawFillRule, RawRegionRule};
 use rules_runtime::cudarc::driver::CudaStream;
 use rules_runtime::{Active, Duplicated, derivative_rule};
 
@@ -69,30 +70,24 @@ unsafe fn fill_run(#[dst] dst: *mut f64, #[dst_offset] at: usize, #[len] n: usiz
 fn main() {
     let (mut y, mut dy) = ([0.0f64; 4], [1.0f64; 4]);
     let [dv] = unsafe {
-        let t = fill_run_augmented_primal(
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            1,
-            2,
-            Active(7.0),
-        )
+        let t = fill_run_rule(1, 2)
+.augmented_primal(
+Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+Active(7.0),
+)
         .unwrap();
-        fill_run_reverse(t, Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()), 1, 2, Active(7.0))
+        fill_run_rule(1, 2).reverse(t, Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()), Active(7.0))
             .unwrap()
     };
     assert_eq!((dv, y, dy), (2.0, [0.0, 7.0, 7.0, 0.0], [1.0, 0.0, 0.0, 1.0]));
     let x = [1.0f32; 8];
     let mut z = [0.0f32; 8];
     unsafe {
-        host_rows_forward(
-            rules_runtime::Const(z.as_mut_ptr()),
-            0,
-            16,
-            rules_runtime::Const(x.as_ptr()),
-            0,
-            16,
-            2,
-            2,
-        )
+        host_rows_rule(0, 16, 0, 16, 2, 2)
+.forward(
+rules_runtime::Const(z.as_mut_ptr()),
+rules_runtime::Const(x.as_ptr()),
+)
         .unwrap();
     }
     assert_eq!(z, [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);

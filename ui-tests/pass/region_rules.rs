@@ -1,6 +1,7 @@
 //! Region rules on slices: pitched 2D and 3D copies, memsets, fills (by value and from a
 //! one-element buffer), and `restore`; run on host memory.
 
+use rules_runtime::{FillRule, MemsetRule, RegionRule};
 use rules_runtime::{Active, Const, Dual, Duplicated, derivative_rule};
 
 /// Rows of `width` elements, each side's rows its own pitch (bytes) apart.
@@ -70,57 +71,53 @@ fn fill_from(#[dst] dst: &mut [f32], #[value] v: &[f32]) {
 fn main() {
     let x = [1.0f32, 2.0, 0.0, 3.0, 4.0, 0.0];
     let (mut dx, mut y, mut dy) = ([0.0f32; 6], [9.0f32; 5], [1.0f32; 5]);
-    let t = rows_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        12,
-        Duplicated::new(&x[..], &mut dx[..]),
-        12,
-        2,
-        2,
-    )
+    let t = rows_rule(12, 12, 2, 2)
+.augmented_primal(
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
-    rows_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        12,
-        Duplicated::new(&x[..], &mut dx[..]),
-        12,
-        2,
-        2,
-    )
+    rows_rule(12, 12, 2, 2)
+.reverse(
+t,
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
     assert_eq!(y, [1.0, 2.0, 9.0, 3.0, 4.0]);
     assert_eq!(dy, [0.0, 0.0, 1.0, 0.0, 0.0]);
     assert_eq!(dx, [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]);
 
     let (x, mut y) = (vec![1.0f64; 8], vec![0.0f64; 8]);
-    let t = slices_augmented_primal(Const(&mut y), Const(&x), 2, 1, 2, 16, 16, 2, 2).unwrap();
-    slices_reverse(t, Const(&mut y), Const(&x), 2, 1, 2, 16, 16, 2, 2).unwrap();
+    let t = slices_rule(2, 1, 2, 16, 16, 2, 2).augmented_primal(Const(&mut y), Const(&x)).unwrap();
+    slices_rule(2, 1, 2, 16, 16, 2, 2).reverse(t, Const(&mut y), Const(&x)).unwrap();
     assert_eq!(y, [0.0; 8]);
 
-    clear_forward(Duplicated::new(&mut y0()[..], &mut [1.0f32; 3][..]), 0).unwrap();
+    clear_rule(0).forward(Duplicated::new(&mut y0()[..], &mut [1.0f32; 3][..])).unwrap();
 
     let (mut y, mut dy) = ([0.0f32; 4], [1.0f32; 4]);
-    fill_rows_forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(2.0, 0.5), 1, 2, 8).unwrap();
+    fill_rows_rule(1, 2, 8).forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(2.0, 0.5)).unwrap();
     assert_eq!((y, dy), ([2.0, 0.0, 2.0, 0.0], [0.5, 1.0, 0.5, 1.0]));
-    let t = fill_rows_augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(3.0), 1, 2, 8)
+    let t = fill_rows_rule(1, 2, 8).augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(3.0))
         .unwrap();
     let [dv] =
-        fill_rows_reverse(t, Duplicated::new(&mut y[..], &mut dy[..]), Active(3.0), 1, 2, 8).unwrap();
+        fill_rows_rule(1, 2, 8).reverse(t, Duplicated::new(&mut y[..], &mut dy[..]), Active(3.0)).unwrap();
     assert_eq!((dv, y), (1.0, [2.0, 0.0, 2.0, 0.0]));
 
     let (v, mut dv) = ([5.0f32], [0.0f32]);
     let (mut y, mut dy) = ([0.0f32; 3], [1.0f32; 3]);
-    let t = fill_from_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&v[..], &mut dv[..]),
-    )
+    let t = fill_from_rule()
+.augmented_primal(
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&v[..], &mut dv[..]),
+)
     .unwrap();
-    fill_from_reverse(
-        t,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&v[..], &mut dv[..]),
-    )
+    fill_from_rule()
+.reverse(
+t,
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&v[..], &mut dv[..]),
+)
     .unwrap();
     assert_eq!(dv, [3.0]);
 }

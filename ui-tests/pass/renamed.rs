@@ -16,6 +16,7 @@ mod kernels {
     }
 }
 
+use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated};
 
 fn main() {
@@ -35,7 +36,7 @@ fn main() {
     )
     .unwrap();
     assert_eq!(dx, [1.0; 2]);
-    let tape = kernels::copy_back_augmented_primal(Const(&mut y[..]), Const(&x[..])).unwrap();
+    let tape = kernels::copy_back_rule().augmented_primal(Const(&mut y[..]), Const(&x[..])).unwrap();
     kernels::pull_back(tape, Const(&mut y[..]), Const(&x[..])).unwrap();
-    kernels::copy_back_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    kernels::copy_back_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
 }

@@ -1,5 +1,6 @@
 //! Slice-shaped rules over `[T]`, `Vec<T>` and arrays, for all six element types.
 
+use rules_runtime::{CopyRule};
 use half::{bf16, f16};
 use num_complex::{Complex, Complex32, Complex64};
 use rules_runtime::{Const, Duplicated, DuplicatedOnly, derivative_rule};
@@ -39,50 +40,53 @@ fn main() {
     let x = [1.0f32, 2.0];
     let mut dx = [0.0f32; 2];
     let (mut y, mut dy) = ([0.0f32; 2], [0.0f32; 2]);
-    let tape = copy_f32_augmented_primal(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
+    let tape = copy_f32_rule()
+.augmented_primal(
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
     assert_eq!(y, x);
     dy = [1.0, 2.0];
-    copy_f32_reverse(
-        tape,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
+    copy_f32_rule()
+.reverse(
+tape,
+Duplicated::new(&mut y[..], &mut dy[..]),
+Duplicated::new(&x[..], &mut dx[..]),
+)
     .unwrap();
     assert_eq!((dx, dy), ([1.0, 2.0], [0.0, 0.0]));
 
     // f64 over Vec, forward mode.
     let (xv, mut dxv) = (vec![3.0f64; 4], vec![1.0f64; 4]);
     let (mut yv, mut dyv) = (vec![0.0f64; 4], vec![0.0f64; 4]);
-    copy_f64_vec_forward(
-        Duplicated::new(&mut yv, &mut dyv),
-        Duplicated::new(&xv, &mut dxv),
-    )
+    copy_f64_vec_rule()
+.forward(
+Duplicated::new(&mut yv, &mut dyv),
+Duplicated::new(&xv, &mut dxv),
+)
     .unwrap();
     assert_eq!((&yv, &dyv), (&xv, &dxv));
 
     // f16 arrays, a destination whose primal result is not needed.
     let xh = [f16::ONE; 3];
     let (mut yh, mut dyh) = ([f16::ZERO; 3], [f16::ONE; 3]);
-    copy_f16_array_forward(DuplicatedOnly::new(&mut yh, &mut dyh), Const(&xh)).unwrap();
+    copy_f16_array_rule().forward(DuplicatedOnly::new(&mut yh, &mut dyh), Const(&xh)).unwrap();
     assert_eq!(dyh, [f16::ZERO; 3]);
 
     // bf16: Vec destination, slice source.
     let xb = [bf16::ONE; 2];
     let mut yb = vec![bf16::ZERO; 2];
-    copy_bf16_vec_from_slice_forward(Const(&mut yb), Const(&xb[..])).unwrap();
+    copy_bf16_vec_from_slice_rule().forward(Const(&mut yb), Const(&xb[..])).unwrap();
     assert_eq!(yb, xb);
 
     // Complex elements, spelled three ways.
     let xc = [Complex32::new(1.0, -1.0); 2];
     let mut yc = [Complex::<f32>::new(0.0, 0.0); 2];
-    copy_c32_forward(Const(&mut yc[..]), Const(&xc[..])).unwrap();
+    copy_c32_rule().forward(Const(&mut yc[..]), Const(&xc[..])).unwrap();
     assert_eq!(yc, xc);
     let xz = [Complex64::new(0.5, 2.0); 2];
     let mut yz = [Complex64::new(0.0, 0.0); 2];
-    copy_c64_forward(Const(&mut yz), Const(&xz[..])).unwrap();
+    copy_c64_rule().forward(Const(&mut yz), Const(&xz[..])).unwrap();
     assert_eq!(yz, xz);
 }

@@ -1,5 +1,6 @@
 //! `unsafe fn` primals and fallible primals with their own error types.
 
+use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, Error, derivative_rule};
 use std::fmt;
 
@@ -69,19 +70,19 @@ fn unit(#[dst] dst: &mut [f64], #[src] src: &[f64]) -> () {
 fn main() {
     let x = [1.0f32; 2];
     let mut y = [0.0f32; 2];
-    unsafe { unchecked_forward(Const(&mut y[..]), Const(&x[..])) }.unwrap();
-    custom_error_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    unsafe { unchecked_rule().forward(Const(&mut y[..]), Const(&x[..])) }.unwrap();
+    custom_error_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
     let x = [1.0f64; 3];
     let mut dx = [0.0f64; 3];
     let mut y = [0.0f64; 3];
-    io_result_forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
-    string_error_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
-    unit_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    io_result_rule().forward(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
+    string_error_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    unit_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
     let mut z = [0.0f32; 2];
-    let err = refuse_nan_forward(Const(&mut z[..]), Const(&[f32::NAN; 2][..]));
+    let err = refuse_nan_rule().forward(Const(&mut z[..]), Const(&[f32::NAN; 2][..]));
     assert!(matches!(err, Err(Error::Primal(_))), "{err:?}");
     // Bad lengths are refused before anything runs, the primal included.
     let mut short = [0.0f32; 1];
-    let err = custom_error_augmented_primal(Const(&mut short[..]), Const(&[1.0f32; 2][..]));
+    let err = custom_error_rule().augmented_primal(Const(&mut short[..]), Const(&[1.0f32; 2][..]));
     assert!(matches!(err, Err(Error::LengthMismatch { .. })), "{err:?}");
 }

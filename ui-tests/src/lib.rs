@@ -14,6 +14,7 @@
 
 use half::f16;
 use num_complex::Complex;
+use rules_runtime::{CopyRule, RawCopyRule};
 use rules_runtime::{Differentiable, derivative_rule};
 use std::fmt;
 
@@ -137,18 +138,22 @@ mod tests {
         let x = [1.0f32, 2.0];
         let mut dx = [0.0f32; 2];
         let (mut y, mut dy) = ([0.0f32; 2], [3.0f32; 2]);
-        copy_slice_forward(Const(&mut y[..]), Const(&x[..])).unwrap();
-        let tape = copy_slice_augmented_primal(
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
-        copy_slice_reverse(
-            tape,
-            Duplicated::new(&mut y[..], &mut dy[..]),
-            Duplicated::new(&x[..], &mut dx[..]),
-        )
-        .unwrap();
+        copy_slice_rule()
+            .forward(Const(&mut y[..]), Const(&x[..]))
+            .unwrap();
+        let tape = copy_slice_rule()
+            .augmented_primal(
+                Duplicated::new(&mut y[..], &mut dy[..]),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
+        copy_slice_rule()
+            .reverse(
+                tape,
+                Duplicated::new(&mut y[..], &mut dy[..]),
+                Duplicated::new(&x[..], &mut dx[..]),
+            )
+            .unwrap();
         assert_eq!((y, dx, dy), (x, [3.0; 2], [0.0; 2]));
 
         let xc = [Complex::new(1.0, 2.0); 3];
@@ -159,24 +164,31 @@ mod tests {
         assert_eq!(yc, xc);
 
         let mut ya = [0.0f64; 2];
-        copy_array_forward(Const(&mut ya), Const(&[1.0, 2.0])).unwrap();
+        copy_array_rule()
+            .forward(Const(&mut ya), Const(&[1.0, 2.0]))
+            .unwrap();
         assert_eq!(ya, [1.0, 2.0]);
 
         let mut calls = 0;
         let xh = [f16::ONE; 2];
         let mut yh = [f16::ZERO; 2];
-        copy_checked_forward(Const(&mut yh[..]), Const(&xh[..]), &mut calls, "h").unwrap();
+        copy_checked_rule(&mut calls, "h")
+            .forward(Const(&mut yh[..]), Const(&xh[..]))
+            .unwrap();
         assert_eq!((yh, calls), (xh, 1));
 
         let xr = [1.0f64, 2.0, 3.0];
         let mut yr = [0.0f64; 3];
         // SAFETY: both arrays hold 3 elements; 2 are copied at offsets 1.
-        unsafe { copy_raw_forward(Const(yr.as_mut_ptr()), 1, Const(xr.as_ptr()), 1, 2) }.unwrap();
+        unsafe { copy_raw_rule(1, 1, 2).forward(Const(yr.as_mut_ptr()), Const(xr.as_ptr())) }
+            .unwrap();
         assert_eq!(yr, [0.0, 2.0, 3.0]);
 
         let mut n = 0;
         let mut yb = [0.0f64; 2];
-        Buffers::copy_assoc_forward(Const(&mut yb[..]), Const(&[1.0, 2.0][..]), &mut n).unwrap();
+        Buffers::copy_assoc_rule(&mut n)
+            .forward(Const(&mut yb[..]), Const(&[1.0, 2.0][..]))
+            .unwrap();
         assert_eq!((yb, n), ([1.0, 2.0], 1));
     }
 }

@@ -19,7 +19,12 @@ const NCCL_ELEMENTS: &[&str] = &["f32", "f64", "f16", "bf16"];
 /// Buffer types the macro knows by name to hold shadows (their element is their first type
 /// argument, which the checks compare): no `ShadowMemory` bound is written for them. The trait's
 /// own bound still checks them (a user type of the same name is refused there).
-const KNOWN_BUFFERS: &[&str] = &["CudaSlice", "CudaViewMut", "PinnedHostSlice", "UnifiedSlice"];
+const KNOWN_BUFFERS: &[&str] = &[
+    "CudaSlice",
+    "CudaViewMut",
+    "PinnedHostSlice",
+    "UnifiedSlice",
+];
 
 /// The trait parts of `g`'s rule. `order` is what orders the shadow work (an `On` for copies, a
 /// `Collective` for collectives).

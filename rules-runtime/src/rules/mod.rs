@@ -18,6 +18,7 @@ mod pitched;
 mod region;
 mod traits;
 
+pub(crate) use copy::Ran;
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
     ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,

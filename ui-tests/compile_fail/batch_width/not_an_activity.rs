@@ -1,3 +1,4 @@
+use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 #[derivative_rule(copy)]
@@ -10,8 +11,8 @@ fn main() {
     let mut dx = [0.0f32; 4];
     let mut y = [0.0f32; 4];
     // A bare buffer instead of an activity.
-    let _ = copy_into_forward(&mut y[..], Const(&x[..]));
+    let _ = copy_into_rule().forward(&mut y[..], Const(&x[..]));
     // A shared shadow for the source: the reverse pass must write into it.
-    let _ = copy_into_forward(Const(&mut y[..]), Duplicated::new(&x[..], &dx[..]));
+    let _ = copy_into_rule().forward(Const(&mut y[..]), Duplicated::new(&x[..], &dx[..]));
     let _ = &mut dx;
 }

@@ -1,3 +1,4 @@
+use rules_runtime::{CollectiveRule};
 use rules_runtime::cudarc::driver::{CudaSlice, PinnedHostSlice};
 use rules_runtime::cudarc::nccl::Comm;
 use num_complex::Complex;
@@ -21,7 +22,7 @@ fn generic<T: rules_runtime::Differentiable>(comm: &Comm, #[src] x: &CudaSlice<T
 }
 
 fn call_generic(comm: &Comm, x: &CudaSlice<Complex<f64>>, y: &mut CudaSlice<Complex<f64>>) {
-    let _ = generic_forward(comm, Const(x), Const(y));
+    let _ = generic_rule(comm).forward(Const(y), Const(x));
 }
 
 fn main() {}

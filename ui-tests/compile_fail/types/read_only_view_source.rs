@@ -1,3 +1,4 @@
+use rules_runtime::{CollectiveRule, CopyRule};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaView, DriverError};
 use rules_runtime::cudarc::nccl::Comm;
 use rules_runtime::{Const, derivative_rule};
@@ -21,8 +22,8 @@ fn sum_from_view(comm: &Comm, #[src] x: &CudaView<'_, f32>, #[dst] y: &mut CudaS
 }
 
 fn use_them(s: &Arc<CudaStream>, comm: &Comm, y: &mut CudaSlice<f32>, x: &CudaView<'_, f32>) {
-    let _ = copy_from_view_forward(s, Const(&mut *y), Const(x));
-    let _ = sum_from_view_forward(comm, Const(x), Const(y));
+    let _ = copy_from_view_rule(s).forward(Const(&mut *y), Const(x));
+    let _ = sum_from_view_rule(comm).forward(Const(y), Const(x));
 }
 
 fn main() {}

@@ -8,6 +8,7 @@ use crate::collective::{
 };
 use crate::error::Result;
 use crate::nccl::{CollectiveDst, CollectiveSrc, NcclElement};
+use crate::rules::Ran;
 
 /// The rules of a collective with an input `x: &Y` and an output `y: &mut X` (`broadcast`,
 /// `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send_recv`): forward runs the
@@ -31,7 +32,7 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
         D::Width: SameWidth<S::Width>,
     {
         let c = self.__plan();
-        collective_forward(c, y, x, |d: &mut X, s: &Y| self.__primal(d, s))
+        collective_forward(c, y, x, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
@@ -41,11 +42,16 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
         D::Width: SameWidth<S::Width>,
     {
         let c = self.__plan();
-        collective_augmented_primal(c, y, x, |d: &mut X, s: &Y| self.__primal(d, s))
+        collective_augmented_primal(c, y, x, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
-    fn reverse<D: DstArg<X>, S: SrcArg<Y>>(&mut self, tape: CollectiveTape, y: D, x: S) -> Result<()>
+    fn reverse<D: DstArg<X>, S: SrcArg<Y>>(
+        &mut self,
+        tape: CollectiveTape,
+        y: D,
+        x: S,
+    ) -> Result<()>
     where
         X::Elem: NcclElement,
         D::Width: SameWidth<S::Width>,
@@ -68,13 +74,13 @@ pub trait SendRule<'s, Y: CollectiveSrc + ?Sized> {
     /// Forward (tangent) rule.
     fn forward<S: SrcArg<Y>>(&mut self, x: S) -> Result<()> {
         let c = self.__plan();
-        send_forward(c, x, |s: &Y| self.__primal(s))
+        send_forward(c, x, |s: &Y| Ran(self.__primal(s)))
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
     fn augmented_primal<S: SrcArg<Y>>(&mut self, x: S) -> Result<CollectiveTape> {
         let c = self.__plan();
-        send_augmented_primal(c, x, |s: &Y| self.__primal(s))
+        send_augmented_primal(c, x, |s: &Y| Ran(self.__primal(s)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
@@ -97,13 +103,13 @@ pub trait RecvRule<'s, X: CollectiveDst + ?Sized> {
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>>(&mut self, y: D) -> Result<()> {
         let c = self.__plan();
-        recv_forward(c, y, |d: &mut X| self.__primal(d))
+        recv_forward(c, y, |d: &mut X| Ran(self.__primal(d)))
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
     fn augmented_primal<D: DstArg<X>>(&mut self, y: D) -> Result<CollectiveTape> {
         let c = self.__plan();
-        recv_augmented_primal(c, y, |d: &mut X| self.__primal(d))
+        recv_augmented_primal(c, y, |d: &mut X| Ran(self.__primal(d)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.

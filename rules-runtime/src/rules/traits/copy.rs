@@ -6,6 +6,7 @@ use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
+use crate::rules::Ran;
 use crate::rules::{
     Boxes, CopyTape, PtrCopy, RawRegion, RegionTape, copy_augmented_primal, copy_forward,
     copy_reverse, ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
@@ -38,7 +39,9 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     where
         D::Width: SameWidth<S::Width>,
     {
-        copy_forward(self.__on(), dst, src, |d: &mut X, s: &Y| self.__primal(d, s))
+        copy_forward(self.__on(), dst, src, |d: &mut X, s: &Y| {
+            Ran(self.__primal(d, s))
+        })
     }
 
     /// Augmented primal: runs the copy (not when `dst` is `DuplicatedOnly`) and returns the tape
@@ -47,7 +50,7 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     where
         D::Width: SameWidth<S::Width>,
     {
-        copy_augmented_primal(dst, src, |d: &mut X, s: &Y| self.__primal(d, s))
+        copy_augmented_primal(dst, src, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments: for
@@ -92,7 +95,7 @@ pub trait RawCopyRule<'s, T: Differentiable> {
         D::Width: SameWidth<S::Width>,
     {
         let (on, shape) = self.__plan();
-        let primal = |d: *mut T, s: *const T| unsafe { self.__primal(d, s) };
+        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
         unsafe { ptr_copy_forward(on, shape, dst, src, primal) }
     }
 
@@ -109,7 +112,7 @@ pub trait RawCopyRule<'s, T: Differentiable> {
         D::Width: SameWidth<S::Width>,
     {
         let (_, shape) = self.__plan();
-        let primal = |d: *mut T, s: *const T| unsafe { self.__primal(d, s) };
+        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
         unsafe { ptr_copy_augmented_primal(shape, dst, src, primal) }
     }
 
@@ -151,7 +154,9 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
         D::Width: SameWidth<S::Width>,
     {
         let (on, boxes, _) = self.__plan();
-        region_forward(on, boxes, dst, src, |d: &mut X, s: &Y| self.__primal(d, s))
+        region_forward(on, boxes, dst, src, |d: &mut X, s: &Y| {
+            Ran(self.__primal(d, s))
+        })
     }
 
     /// Augmented primal: runs the primitive (saving the old box first with `restore`) and returns
@@ -165,7 +170,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
         D::Width: SameWidth<S::Width>,
     {
         let (on, boxes, restore) = self.__plan();
-        let primal = |d: &mut X, s: &Y| self.__primal(d, s);
+        let primal = |d: &mut X, s: &Y| Ran(self.__primal(d, s));
         region_augmented_primal(on, boxes, restore, dst, src, primal)
     }
 
@@ -206,7 +211,7 @@ pub trait RawRegionRule<'s, T: Differentiable> {
         D::Width: SameWidth<S::Width>,
     {
         let (on, shape, _) = self.__plan();
-        let primal = |d: *mut T, s: *const T| unsafe { self.__primal(d, s) };
+        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
         unsafe { ptr_region_forward(on, shape, dst, src, primal) }
     }
 
@@ -223,7 +228,7 @@ pub trait RawRegionRule<'s, T: Differentiable> {
         D::Width: SameWidth<S::Width>,
     {
         let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T, s: *const T| unsafe { self.__primal(d, s) };
+        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
         unsafe { ptr_region_augmented_primal(on, shape, restore, dst, src, primal) }
     }
 

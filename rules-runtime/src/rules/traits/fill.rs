@@ -6,6 +6,7 @@ use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
+use crate::rules::Ran;
 use crate::rules::{
     Boxes, RawRegion, RegionTape, fill_augmented_primal, fill_forward, fill_reverse,
     memset_augmented_primal, memset_forward, memset_reverse, ptr_fill_augmented_primal,
@@ -32,13 +33,13 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>>(&mut self, dst: D) -> Result<()> {
         let (on, boxes, _) = self.__plan();
-        memset_forward(on, boxes, dst, |d: &mut X| self.__primal(d))
+        memset_forward(on, boxes, dst, |d: &mut X| Ran(self.__primal(d)))
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
     fn augmented_primal<D: DstArg<X>>(&mut self, dst: D) -> Result<RegionTape<X::Elem>> {
         let (on, boxes, restore) = self.__plan();
-        memset_augmented_primal(on, boxes, restore, dst, |d: &mut X| self.__primal(d))
+        memset_augmented_primal(on, boxes, restore, dst, |d: &mut X| Ran(self.__primal(d)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
@@ -67,7 +68,7 @@ pub trait RawMemsetRule<'s, T: Differentiable> {
     /// See the trait.
     unsafe fn forward<D: DstPtr<T>>(&mut self, dst: D) -> Result<()> {
         let (on, shape, _) = self.__plan();
-        unsafe { ptr_memset_forward(on, shape, dst, |d: *mut T| self.__primal(d)) }
+        unsafe { ptr_memset_forward(on, shape, dst, |d: *mut T| Ran(self.__primal(d))) }
     }
 
     /// Augmented primal; see [`MemsetRule::augmented_primal`].
@@ -76,7 +77,7 @@ pub trait RawMemsetRule<'s, T: Differentiable> {
     /// See the trait.
     unsafe fn augmented_primal<D: DstPtr<T>>(&mut self, dst: D) -> Result<RegionTape<T>> {
         let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T| unsafe { self.__primal(d) };
+        let primal = |d: *mut T| Ran(unsafe { self.__primal(d) });
         unsafe { ptr_memset_augmented_primal(on, shape, restore, dst, primal) }
     }
 
@@ -109,7 +110,7 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
         D::Width: SameWidth<V::Width>,
     {
         let (on, boxes, _) = self.__plan();
-        let primal = |d: &mut X, v: X::Elem| self.__primal(d, v);
+        let primal = |d: &mut X, v: X::Elem| Ran(self.__primal(d, v));
         fill_forward(on, boxes, dst, value, primal)
     }
 
@@ -120,7 +121,7 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
         value: V,
     ) -> Result<RegionTape<<X as ShadowRead>::Elem>> {
         let (on, boxes, restore) = self.__plan();
-        let primal = |d: &mut X, v: X::Elem| self.__primal(d, v);
+        let primal = |d: &mut X, v: X::Elem| Ran(self.__primal(d, v));
         fill_augmented_primal(on, boxes, restore, dst, value, primal)
     }
 
@@ -159,7 +160,7 @@ pub trait RawFillRule<'s, T: Differentiable> {
         D::Width: SameWidth<V::Width>,
     {
         let (on, shape, _) = self.__plan();
-        let primal = |d: *mut T, v: T| unsafe { self.__primal(d, v) };
+        let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
         unsafe { ptr_fill_forward(on, shape, dst, value, primal) }
     }
 
@@ -173,7 +174,7 @@ pub trait RawFillRule<'s, T: Differentiable> {
         value: V,
     ) -> Result<RegionTape<T>> {
         let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T, v: T| unsafe { self.__primal(d, v) };
+        let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
         unsafe { ptr_fill_augmented_primal(on, shape, restore, dst, value, primal) }
     }
 
