@@ -80,29 +80,32 @@ pub fn private_path(rule: &Rule) -> TokenStream {
     }
 }
 
-/// Lints the generated items must not trigger in the user's crate, whatever it denies.
+/// Lints the generated items must not trigger in the user's crate, whatever it denies (the
+/// lint checks are `ui-tests/src/lib.rs` and `ui-tests/pass/hygiene.rs`). Short: every rule
+/// carries them.
 pub fn allowances() -> TokenStream {
-    quote! {
-        #[allow(
-            dead_code,
-            non_camel_case_types,
-            unused_variables,
-            unused_qualifications,
-            unused_unsafe,
-            unused_lifetimes,
-            single_use_lifetimes,
-            non_snake_case,
-            clippy::all,
-            clippy::pedantic,
-            clippy::nursery,
-        )]
-    }
+    quote!(#[allow(dead_code, non_camel_case_types, single_use_lifetimes, unused_lifetimes)])
 }
+
+/// The lints the rule struct could trigger: an unused rule, a name in snake case.
+fn struct_allowances() -> TokenStream {
+    quote!(#[allow(dead_code, non_camel_case_types)])
+}
+
+/// The lints the impl could trigger: its lifetimes (one may be named only once).
+fn impl_allowances() -> TokenStream {
+    quote!(#[allow(single_use_lifetimes, unused_lifetimes)])
+}
+
+/// The name the rule's impl gives `<crate>::__private` inside its anonymous `const` block.
+const ALIAS: &str = "__p";
 
 /// What the kind contributes ([`bodies`]): the trait, the plan of a call, the primal's inputs.
 pub struct Parts {
     /// The rule trait, e.g. `CopyRule`.
     pub trait_name: TokenStream,
+    /// Its name, for the docs.
+    pub trait_text: &'static str,
     /// Its arguments after the lifetime: `X, Y`, or `T`.
     pub args: TokenStream,
     /// The plan's type and expression; `None`: the trait's default (the host).
@@ -113,6 +116,8 @@ pub struct Parts {
     pub inputs: TokenStream,
     /// A pointer rule: the trait's methods (and its primal) are `unsafe`.
     pub raw: bool,
+    /// The plan is the stream alone (`CopyRule::__on`), not `__plan`.
+    pub on_only: bool,
     /// `where` predicates the macro could not check itself, each at the user's type.
     pub bounds: TokenStream,
 }
@@ -136,8 +141,11 @@ pub struct Generator<'a> {
     pub rule: &'a Rule,
     /// Its plan.
     pub plan: &'a Plan,
-    /// `<crate>::__private`.
+    /// `<crate>::__private` as the generated code names it: `__p` inside the impl's `const`
+    /// block, the whole path in an `impl` block (`in_impl`).
     pub p: TokenStream,
+    /// `<crate>::__private`, in full.
+    krate: TokenStream,
     /// Lifetimes given to elided ones, to be declared on the generated items.
     fresh: Vec<Lifetime>,
     /// What the rules take activities of, lifetimes named: the output's.
@@ -150,6 +158,8 @@ pub struct Generator<'a> {
     rest_tys: Vec<Type>,
     /// How they are reached.
     access: Access,
+    /// The user's type and const parameters no field, buffer or value type names.
+    unnamed: Vec<Ident>,
 }
 
 impl<'a> Generator<'a> {
@@ -159,16 +169,25 @@ impl<'a> Generator<'a> {
         let rest: Vec<usize> = (0..rule.params.len())
             .filter(|&i| Some(i) != dst && Some(i) != src && Some(i) != value)
             .collect();
+        let krate = private_path(rule);
+        let p = if rule.args.in_impl {
+            krate.clone()
+        } else {
+            let alias = Ident::new(ALIAS, Span::call_site());
+            quote!(#alias)
+        };
         let mut g = Generator {
             rule,
             plan,
-            p: private_path(rule),
+            p,
+            krate,
             fresh: Vec::new(),
             dst_ty: None,
             src_ty: None,
             rest,
             rest_tys: Vec::new(),
             access: Access::Tuple,
+            unnamed: Vec::new(),
         };
         g.rest_tys = g
             .rest
@@ -177,10 +196,11 @@ impl<'a> Generator<'a> {
             .map(|i| g.named(&rule.params[i].ty))
             .collect();
         (g.dst_ty, g.src_ty) = g.buffer_types();
+        g.unnamed = g.unnamed_generics();
         g.access = if rule.args.in_impl {
             Access::Params
         } else if g.slice_unsafe()
-            || !g.unnamed_generics().is_empty()
+            || !g.unnamed.is_empty()
             || g.rest.iter().any(|&i| !rule.params[i].cfg.is_empty())
         {
             Access::Named
@@ -210,10 +230,11 @@ impl<'a> Generator<'a> {
             let preds = w.predicates.iter();
             quote!(#(#preds,)*)
         });
-        let where_clause = quote!(where #user_where #bounds #order_bounds #outcome);
+        let preds = quote!(#user_where #bounds #order_bounds #outcome);
+        let where_clause = (!preds.is_empty()).then(|| quote!(where #preds));
         let call = self.primal_call();
         let docs = Docs::new(self.primal_path_text(), self.plan);
-        let doc = docs.rule(&name, &self.arg_names(), &trait_name.to_string());
+        let doc = docs.rule(&name, &self.arg_names(), parts.trait_text);
         let allow = allowances();
         let vis = &rule.func.vis;
         if self.access == Access::Params {
@@ -244,23 +265,28 @@ impl<'a> Generator<'a> {
         let generics = self.impl_generics();
         let unsafety = raw.then(|| quote!(unsafe));
         let plan = parts.plan.as_ref().map(|(ty, expr)| {
-            let method = if trait_name.to_string() == "CopyRule" {
+            let method = if parts.on_only {
                 quote!(__on)
             } else {
                 quote!(__plan)
             };
             quote!(#[inline] fn #method(&self) -> #ty { #expr })
         });
+        let krate = &self.krate;
+        let allow = impl_allowances();
         quote! {
             #item
             #allow
-            impl #generics #p::#trait_name<#s, #args> for #self_ty #where_clause {
-                #plan
-                #[inline]
-                #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
-                    #p::PrimalOutcome::into_result(#call)
+            const _: () = {
+                use #krate as #p;
+                impl #generics #p::#trait_name<#s, #args> for #self_ty #where_clause {
+                    #plan
+                    #[inline]
+                    #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
+                        #p::PrimalOutcome::into_result(#call)
+                    }
                 }
-            }
+            };
         }
     }
 
@@ -269,7 +295,7 @@ impl<'a> Generator<'a> {
     fn rule_struct(&self, name: &Ident, doc: &str) -> (TokenStream, TokenStream) {
         let rule = self.rule;
         let vis = &rule.func.vis;
-        let allow = allowances();
+        let allow = struct_allowances();
         let (decl, args) = self.struct_generics();
         let self_ty = quote!(#name <#(#args),*>);
         if self.access == Access::Tuple {
@@ -281,7 +307,7 @@ impl<'a> Generator<'a> {
             };
             return (item, self_ty);
         }
-        let p = &self.p;
+        let p = &self.krate;
         let names: Vec<(&Ident, &Vec<syn::Attribute>)> = self
             .rest
             .iter()
@@ -292,7 +318,7 @@ impl<'a> Generator<'a> {
             .zip(&self.rest_tys)
             .map(|((n, cfg), ty)| quote!(#(#cfg)* #n: #ty));
         let fields: Vec<TokenStream> = fields.collect();
-        let unnamed = self.unnamed_generics();
+        let unnamed = &self.unnamed;
         let marker = quote!(__marker: #p::core::marker::PhantomData<fn() -> (#(#unnamed,)*)>);
         let inits = names.iter().map(|(n, cfg)| quote!(#(#cfg)* #n));
         let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
@@ -670,9 +696,19 @@ const KNOWN_ERRORS: &[&str] = &["DriverError", "String"];
 
 /// Whether `ty` is `()` or `Result<(), E>` with an error type the macro knows converts.
 fn known_outcome(ty: &Type) -> bool {
-    let text = ty.to_token_stream().to_string().replace(' ', "");
-    text == "()"
-        || KNOWN_ERRORS
-            .iter()
-            .any(|e| text == format!("Result<(),{e}>"))
+    let last = |ty: &Type| match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().cloned(),
+        _ => None,
+    };
+    if matches!(ty, Type::Tuple(t) if t.elems.is_empty()) {
+        return true;
+    }
+    let Some(seg) = last(ty) else { return false };
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return false;
+    };
+    let args: Vec<&syn::GenericArgument> = a.args.iter().collect();
+    seg.ident == "Result"
+        && matches!(args[..], [syn::GenericArgument::Type(Type::Tuple(u)), syn::GenericArgument::Type(e)]
+            if u.elems.is_empty() && last(e).is_some_and(|s| s.arguments.is_empty() && KNOWN_ERRORS.iter().any(|k| s.ident == k)))
 }

@@ -8,9 +8,13 @@ use crate::ctxt::Ctxt;
 use crate::model::{CFG, Kind, ROLE_SYNONYMS, Role};
 use crate::text::closest;
 use crate::types::ungroup;
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
-use syn::{Attribute, FnArg, ForeignItemFn, Ident, ItemFn, Meta, Pat, TraitItemFn, Type};
+use syn::parse::{Parse, ParseStream};
+use syn::{
+    Attribute, FnArg, ForeignItemFn, Ident, Meta, Pat, Signature, TraitItemFn, Type,
+    Visibility,
+};
 
 /// A role attribute on a parameter.
 pub struct RoleAttr {
@@ -54,7 +58,7 @@ pub struct Rule {
     /// Attribute arguments.
     pub args: RuleArgs,
     /// The user's function as it will be re-emitted.
-    pub func: ItemFn,
+    pub func: Func,
     /// Its parameters in order.
     pub params: Vec<Param>,
     /// Roles written but not given to any parameter (a second role on one parameter, a role on
@@ -91,6 +95,49 @@ impl Rule {
     }
 }
 
+/// The annotated function as the macro needs it: its body is kept as tokens, never parsed. The
+/// macro re-emits it as it is, and parsing it (the bulk of a function's tokens) would add to
+/// every rule's build time for nothing.
+pub struct Func {
+    /// Outer attributes (doc comments included).
+    pub attrs: Vec<Attribute>,
+    /// Visibility.
+    pub vis: Visibility,
+    /// Signature.
+    pub sig: Signature,
+    /// The body, `{ ... }`.
+    pub body: Group,
+}
+
+impl Parse for Func {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis = input.parse()?;
+        let sig = input.parse()?;
+        let body: Group = input.parse()?;
+        if body.delimiter() != Delimiter::Brace || !input.is_empty() {
+            return Err(input.error("expected a function body"));
+        }
+        Ok(Func {
+            attrs,
+            vis,
+            sig,
+            body,
+        })
+    }
+}
+
+impl ToTokens for Func {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        for attr in &self.attrs {
+            attr.to_tokens(tokens);
+        }
+        self.vis.to_tokens(tokens);
+        self.sig.to_tokens(tokens);
+        self.body.to_tokens(tokens);
+    }
+}
+
 /// What the annotated item turned out to be.
 pub enum Item {
     /// A function: a rule to check and expand.
@@ -103,7 +150,7 @@ pub enum Item {
 /// Parses the annotated item as a function and reads its parameters' roles, stripping the role
 /// attributes. Anything else is reported and handed back to be re-emitted.
 pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
-    let mut func: ItemFn = match syn::parse2(item.clone()) {
+    let mut func: Func = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => return not_a_function(cx, item),
     };

@@ -115,11 +115,6 @@ impl Plan {
         }
     }
 
-    /// Whether the shadow work may still be running on a stream when a rule returns.
-    pub fn has_stream(&self) -> bool {
-        matches!(self.order, Order::Stream(Some(_)))
-    }
-
     /// Whether the rules are region rules (their bodies work on boxes): the region kinds, a copy
     /// with `restore`, and a copy of a whole CUDA array.
     pub fn is_region(&self) -> bool {

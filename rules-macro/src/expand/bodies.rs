@@ -7,10 +7,10 @@
 use super::tokens::bound_at;
 use super::{Generator, Parts};
 use crate::model::Kind;
-use crate::plan::{Access, Extent};
+use crate::plan::{Access, Extent, Order};
 use crate::types::{elem_name, element_of, host_container_elem, is_array_type, known_elem};
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote};
+use quote::quote;
 use syn::Type;
 
 /// Element types NCCL sums, by canonical name: no bound is needed for them.
@@ -37,12 +37,14 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
     {
         return super::region::parts(g, order, x, y);
     }
-    let on = (order.to_string() != quote!(#p::On::Host).to_string())
+    let on = matches!(g.plan.order, Order::Stream(Some(_)))
         .then(|| (quote!(#p::On<#s>), order.clone()));
     let host = quote!(#p::On::Host);
     match (g.plan.kind, &g.plan.access, x, y) {
         (Kind::Copy, Access::Slice, Some(x), Some(y)) => Parts {
             trait_name: quote!(CopyRule),
+            trait_text: "CopyRule",
+            on_only: true,
             args: quote!(#x, #y),
             plan: on,
             default_plan: host,
@@ -59,6 +61,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             let shape = extent(g, e);
             Parts {
                 trait_name: quote!(RawCopyRule),
+            trait_text: "RawCopyRule",
+            on_only: false,
                 args: quote!(#t),
                 plan: Some((quote!((#p::On<#s>, #p::PtrCopy)), quote!((#order, #shape)))),
                 default_plan: host,
@@ -70,7 +74,7 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
         (_, _, Some(x), Some(y)) => {
             let mut bounds = collective_bounds(p, x, quote!(CollectiveDst));
             bounds.extend(collective_bounds(p, y, quote!(CollectiveSrc)));
-            if x.to_token_stream().to_string() != y.to_token_stream().to_string() {
+            if x != y {
                 // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
                 bounds.extend(bound_at(
@@ -78,23 +82,23 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
                     &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
                 ));
             }
-            collective_parts(g, quote!(CollectiveRule), quote!(#x, #y), order, bounds)
+            collective_parts(g, "CollectiveRule", quote!(#x, #y), order, bounds)
                 .inputs(quote!(__d: &mut #x, __s: &#y))
         }
         (_, _, None, Some(y)) => {
             let bounds = collective_bounds(p, y, quote!(CollectiveSrc));
-            collective_parts(g, quote!(SendRule), quote!(#y), order, bounds)
+            collective_parts(g, "SendRule", quote!(#y), order, bounds)
                 .inputs(quote!(__s: &#y))
         }
         (_, _, Some(x), None) => {
             let bounds = collective_bounds(p, x, quote!(CollectiveDst));
-            collective_parts(g, quote!(RecvRule), quote!(#x), order, bounds)
+            collective_parts(g, "RecvRule", quote!(#x), order, bounds)
                 .inputs(quote!(__d: &mut #x))
         }
         // Every kind has a buffer (checked); nothing to generate otherwise.
         (_, _, None, None) => collective_parts(
             g,
-            quote!(SendRule),
+            "SendRule",
             quote!([f32]),
             order,
             TokenStream::new(),
@@ -112,15 +116,18 @@ impl Parts {
 /// A collective's parts: its plan is the collective on its communicator.
 fn collective_parts(
     g: &Generator<'_>,
-    trait_name: TokenStream,
+    trait_text: &'static str,
     args: TokenStream,
     order: &TokenStream,
     bounds: TokenStream,
 ) -> Parts {
     let p = &g.p;
     let s = g.order_lifetime();
+    let trait_name = syn::Ident::new(trait_text, proc_macro2::Span::call_site());
     Parts {
-        trait_name,
+        trait_name: quote!(#trait_name),
+        trait_text,
+        on_only: false,
         args,
         plan: Some((quote!(#p::Collective<#s>), order.clone())),
         default_plan: order.clone(),
@@ -141,8 +148,7 @@ fn known_buffer(x: &Type) -> bool {
 /// could compare them itself, or the two types are one).
 pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> TokenStream {
     let mut out = TokenStream::new();
-    let same =
-        |a: &Type, b: &Type| a.to_token_stream().to_string() == b.to_token_stream().to_string();
+    let same = |a: &Type, b: &Type| a == b;
     let types: &[&Type] = if same(dst, src) { &[dst] } else { &[dst, src] };
     // A CUDA array's element is its type argument; in a rule on an array every opaque buffer's
     // bound says it: a bare `ShadowMemory` bound would hide the impls' `Elem` from the solver.

@@ -30,6 +30,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
             match (y, &g.plan.value) {
                 (Some(y), _) => Parts {
                     trait_name: quote!(RegionRule),
+            trait_text: "RegionRule",
+            on_only: false,
                     args: quote!(#x, #y),
                     plan,
                     default_plan: host,
@@ -50,6 +52,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
                     }
                     Parts {
                         trait_name: quote!(FillRule),
+            trait_text: "FillRule",
+            on_only: false,
                         args: quote!(#x),
                         plan,
                         default_plan: host,
@@ -60,6 +64,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
                 }
                 (None, None) => Parts {
                     trait_name: quote!(MemsetRule),
+            trait_text: "MemsetRule",
+            on_only: false,
                     args: quote!(#x),
                     plan,
                     default_plan: host,
@@ -92,16 +98,19 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
                 quote!((#p::On<#s>, #p::RawRegion, bool)),
                 quote!((#order, #shape, #restore)),
             ));
-            let (trait_name, inputs) = match (y, &g.plan.value) {
-                (Some(_), _) => (quote!(RawRegionRule), quote!(__d: *mut #t, __s: *const #t)),
+            let (trait_text, inputs) = match (y, &g.plan.value) {
+                (Some(_), _) => ("RawRegionRule", quote!(__d: *mut #t, __s: *const #t)),
                 (None, Some(v)) => {
                     let vt = &v.ty;
-                    (quote!(RawFillRule), quote!(__d: *mut #t, __v: #vt))
+                    ("RawFillRule", quote!(__d: *mut #t, __v: #vt))
                 }
-                (None, None) => (quote!(RawMemsetRule), quote!(__d: *mut #t)),
+                (None, None) => ("RawMemsetRule", quote!(__d: *mut #t)),
             };
+            let trait_name = syn::Ident::new(trait_text, proc_macro2::Span::call_site());
             Parts {
-                trait_name,
+                trait_name: quote!(#trait_name),
+                trait_text,
+                on_only: false,
                 args: quote!(#t),
                 plan,
                 default_plan: host,
