@@ -29,7 +29,9 @@ use crate::fallback;
 use crate::model::DEFAULT_CRATE;
 use crate::parse::{Item, Rule, parse_fn};
 use crate::plan::{Order, Plan};
-use crate::types::{is_comm_type, is_stream_type, name_lifetimes, same_but_lifetimes};
+use crate::types::{
+    is_comm_type, is_stream_type, mentions_lifetime, name_lifetimes, same_but_lifetimes,
+};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{GenericParam, Ident, Lifetime, ReturnType, Type};
@@ -160,6 +162,8 @@ pub struct Generator<'a> {
     access: Access,
     /// The user's type and const parameters no field, buffer or value type names.
     unnamed: Vec<Ident>,
+    /// How many of `fresh` the fields' types name (they are named first).
+    rest_fresh: usize,
 }
 
 impl<'a> Generator<'a> {
@@ -188,6 +192,7 @@ impl<'a> Generator<'a> {
             rest_tys: Vec::new(),
             access: Access::Tuple,
             unnamed: Vec::new(),
+            rest_fresh: 0,
         };
         g.rest_tys = g
             .rest
@@ -195,6 +200,7 @@ impl<'a> Generator<'a> {
             .into_iter()
             .map(|i| g.named(&rule.params[i].ty))
             .collect();
+        g.rest_fresh = g.fresh.len();
         (g.dst_ty, g.src_ty) = g.buffer_types();
         g.unnamed = g.unnamed_generics();
         g.access = if rule.args.in_impl {
@@ -346,6 +352,9 @@ impl<'a> Generator<'a> {
     /// The user's type and const parameters that no field, buffer or value type names: the
     /// struct carries them in a marker, so that the impl can name them.
     fn unnamed_generics(&self) -> Vec<Ident> {
+        if self.rule.func.sig.generics.params.is_empty() {
+            return Vec::new();
+        }
         let mut named = TokenStream::new();
         for ty in self.rest_tys.iter().chain(&self.dst_ty).chain(&self.src_ty) {
             ty.to_tokens(&mut named);
@@ -450,7 +459,7 @@ impl<'a> Generator<'a> {
     fn buffer_types(&mut self) -> (Option<Type>, Option<Type>) {
         let dst = self.plan.dst.as_ref().map(|b| self.named(&b.ty));
         let src = self.plan.src.as_ref().map(|b| match &dst {
-            Some(d) if same_but_lifetimes(d, &b.ty) => {
+            Some(d) if mentions_lifetime(&b.ty) && same_but_lifetimes(d, &b.ty) => {
                 let mut y = b.ty.clone();
                 name_lifetimes(&mut y, &mut self.fresh.clone());
                 with_lifetimes_of(&y, d)

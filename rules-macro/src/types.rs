@@ -305,6 +305,29 @@ pub fn ungroup(ty: &Type) -> Type {
     ty
 }
 
+/// Whether `ty` names a lifetime (or has a reference, whose lifetime may be elided): the only
+/// types [`same_but_lifetimes`] needs to compare by their text.
+pub fn mentions_lifetime(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(_) => true,
+        Type::Path(p) => p.path.segments.iter().any(|seg| match &seg.arguments {
+            PathArguments::AngleBracketed(a) => a.args.iter().any(|arg| match arg {
+                GenericArgument::Lifetime(_) => true,
+                GenericArgument::Type(t) => mentions_lifetime(t),
+                _ => false,
+            }),
+            _ => false,
+        }),
+        Type::Ptr(p) => mentions_lifetime(&p.elem),
+        Type::Slice(s) => mentions_lifetime(&s.elem),
+        Type::Array(a) => mentions_lifetime(&a.elem),
+        Type::Paren(p) => mentions_lifetime(&p.elem),
+        Type::Group(g) => mentions_lifetime(&g.elem),
+        Type::Tuple(t) => t.elems.iter().any(mentions_lifetime),
+        _ => true,
+    }
+}
+
 /// Whether two types are the same once their lifetimes are left out: `CudaView<'a, T>` and
 /// `CudaView<'b, T>` are.
 pub fn same_but_lifetimes(a: &Type, b: &Type) -> bool {
