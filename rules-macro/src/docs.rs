@@ -30,10 +30,13 @@ impl<'a> Docs<'a> {
             Some(_) => (format!("Self::{name}({})", args.join(", ")), "returns"),
             None => (format!("{name}({})", args.join(", ")), "holds"),
         };
-        let unsafety = if self.plan.extent().is_some() {
-            " (`unsafe`: the pointers' contract and the primal's)"
-        } else {
-            ""
+        let unsafety = match self.plan.extent() {
+            Some(e) => format!(
+                " (`unsafe`: the pointers' contract, `dst = {}`, `src = {}`, and the primal's)",
+                e.dst_kind.name(),
+                e.src_kind.name()
+            ),
+            None => String::new(),
         };
         format!(
             "Derivative rules of [`{p}`] (`#[derivative_rule({kind})]`). `{call}` {holds} its \

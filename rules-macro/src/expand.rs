@@ -303,13 +303,17 @@ impl<'a> Generator<'a> {
         let vis = &rule.func.vis;
         let allow = struct_allowances();
         let (decl, args) = self.struct_generics();
-        let self_ty = quote!(#name <#(#args),*>);
+        let (decl, self_ty) = if decl.is_empty() {
+            (TokenStream::new(), quote!(#name))
+        } else {
+            (quote!(<#(#decl),*>), quote!(#name <#(#args),*>))
+        };
         if self.access == Access::Tuple {
             let fields = self.rest_tys.iter().map(|ty| quote!(#vis #ty));
             let item = quote! {
                 #[doc = #doc]
                 #allow
-                #vis struct #name <#(#decl),*> (#(#fields),*);
+                #vis struct #name #decl (#(#fields),*);
             };
             return (item, self_ty);
         }
@@ -332,11 +336,11 @@ impl<'a> Generator<'a> {
         let item = quote! {
             #[doc = #doc]
             #allow
-            #vis struct #name <#(#decl),*> { #(#fields,)* #marker }
+            #vis struct #name #decl { #(#fields,)* #marker }
             #[doc = #ctor_doc]
             #allow
             #[inline]
-            #vis #unsafety fn #name <#(#decl),*> (#(#fields),*) -> #self_ty {
+            #vis #unsafety fn #name #decl (#(#fields),*) -> #self_ty {
                 #name { #(#inits,)* __marker: #p::core::marker::PhantomData }
             }
         };

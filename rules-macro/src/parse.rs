@@ -12,8 +12,7 @@ use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
 use syn::parse::{Parse, ParseStream};
 use syn::{
-    Attribute, FnArg, ForeignItemFn, Ident, Meta, Pat, Signature, TraitItemFn, Type,
-    Visibility,
+    Attribute, FnArg, ForeignItemFn, Ident, Meta, Pat, Signature, TraitItemFn, Type, Visibility,
 };
 
 /// A role attribute on a parameter.

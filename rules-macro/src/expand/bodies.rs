@@ -37,8 +37,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
     {
         return super::region::parts(g, order, x, y);
     }
-    let on = matches!(g.plan.order, Order::Stream(Some(_)))
-        .then(|| (quote!(#p::On<#s>), order.clone()));
+    let on =
+        matches!(g.plan.order, Order::Stream(Some(_))).then(|| (quote!(#p::On<#s>), order.clone()));
     let host = quote!(#p::On::Host);
     match (g.plan.kind, &g.plan.access, x, y) {
         (Kind::Copy, Access::Slice, Some(x), Some(y)) => Parts {
@@ -61,8 +61,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             let shape = extent(g, e);
             Parts {
                 trait_name: quote!(RawCopyRule),
-            trait_text: "RawCopyRule",
-            on_only: false,
+                trait_text: "RawCopyRule",
+                on_only: false,
                 args: quote!(#t),
                 plan: Some((quote!((#p::On<#s>, #p::PtrCopy)), quote!((#order, #shape)))),
                 default_plan: host,
@@ -87,22 +87,16 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
         }
         (_, _, None, Some(y)) => {
             let bounds = collective_bounds(p, y, quote!(CollectiveSrc));
-            collective_parts(g, "SendRule", quote!(#y), order, bounds)
-                .inputs(quote!(__s: &#y))
+            collective_parts(g, "SendRule", quote!(#y), order, bounds).inputs(quote!(__s: &#y))
         }
         (_, _, Some(x), None) => {
             let bounds = collective_bounds(p, x, quote!(CollectiveDst));
-            collective_parts(g, "RecvRule", quote!(#x), order, bounds)
-                .inputs(quote!(__d: &mut #x))
+            collective_parts(g, "RecvRule", quote!(#x), order, bounds).inputs(quote!(__d: &mut #x))
         }
         // Every kind has a buffer (checked); nothing to generate otherwise.
-        (_, _, None, None) => collective_parts(
-            g,
-            "SendRule",
-            quote!([f32]),
-            order,
-            TokenStream::new(),
-        ),
+        (_, _, None, None) => {
+            collective_parts(g, "SendRule", quote!([f32]), order, TokenStream::new())
+        }
     }
 }
 

@@ -30,8 +30,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
             match (y, &g.plan.value) {
                 (Some(y), _) => Parts {
                     trait_name: quote!(RegionRule),
-            trait_text: "RegionRule",
-            on_only: false,
+                    trait_text: "RegionRule",
+                    on_only: false,
                     args: quote!(#x, #y),
                     plan,
                     default_plan: host,
@@ -52,8 +52,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
                     }
                     Parts {
                         trait_name: quote!(FillRule),
-            trait_text: "FillRule",
-            on_only: false,
+                        trait_text: "FillRule",
+                        on_only: false,
                         args: quote!(#x),
                         plan,
                         default_plan: host,
@@ -64,8 +64,8 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream, x: &Type, y: Option<&Type>)
                 }
                 (None, None) => Parts {
                     trait_name: quote!(MemsetRule),
-            trait_text: "MemsetRule",
-            on_only: false,
+                    trait_text: "MemsetRule",
+                    on_only: false,
                     args: quote!(#x),
                     plan,
                     default_plan: host,

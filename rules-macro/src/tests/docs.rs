@@ -1,127 +1,88 @@
-//! The docs of the generated rules: the sections rustdoc and clippy expect, and the contract of
-//! `unsafe` rules.
+//! The docs of the generated rule item: how to call the three rules, and the contract of an
+//! `unsafe` primal on references (pointer rules' contract is the runtime trait's).
 
-use super::{GENERATED, docs_of, errors, expand};
+use super::{docs_of, errors, expand};
 
-/// What the `# Errors` section of every copy rule promises.
-fn assert_errors_contract(docs: &str) {
+/// What the docs of every rule say: the call and the three methods.
+fn assert_calls(docs: &str, call: &str, trait_name: &str, acts: &str) {
     for promise in [
-        "# Errors\nEvery argument and every lane is checked before the first write",
-        "`ContextMismatch`, `NoStream`",
-        "`UnsupportedKinds`",
-        "`LengthMismatch`",
-        "`PartialOverlap`, `Aliasing`",
-        "so such an `Err` changes nothing. `Primal`",
-        "and `Driver` report a failure of the work itself",
+        format!("`{call}`"),
+        format!("the methods of `{trait_name}`"),
+        format!("`forward({acts})`, the tangent rule"),
+        format!("`augmented_primal({acts})`, which runs [`f`] and returns the tape"),
+        format!("`reverse(tape, {acts})`"),
     ] {
-        assert!(docs.contains(promise), "missing {promise:?} in {docs}");
+        assert!(docs.contains(&promise), "missing {promise:?} in {docs}");
     }
 }
 
 #[test]
-fn a_pointer_rule_documents_validity_aliasing_and_lifetime() {
+fn a_pointer_rule_says_its_methods_are_unsafe_and_its_memory_kinds() {
     let out = expand(
         "copy, dst = device, src = host",
         "pub unsafe fn f(#[dst] d: *mut f32, #[src] s: *const f32, #[len] n: usize, \
          #[dst_offset] at: usize, st: &CudaStream) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    for name in GENERATED {
-        assert!(out.contains(&format!("unsafe fn {name}")), "{name}: {out}");
-        let docs = docs_of(&out, name);
-        assert_errors_contract(&docs);
-        assert!(docs.contains("`RangeOverflow`"), "{name}: {docs}");
-        assert_eq!(
-            docs.contains("`TapeMismatch`"),
-            name == "f_reverse",
-            "{name}: {docs}"
-        );
-        for sentence in [
-            // Validity of the shadows, in the declared kinds.
-            "# Safety\nThe contract of [`f`], for the primal pointers and again for each lane's \
-             shadow pointers.",
-            "Every shadow pointer, like its primal, must be valid and aligned for its box (`offset + n` elements",
-            "(`dst = device`, `src = host`)",
-            // Aliasing.
-            "No shadow may alias a primal, nor a shadow of another lane;",
-            "shadows may be the same range but must not partially overlap (nor may the primals).",
-            // Lifetime.
-            "The call returns before the GPU work it enqueues on the copy's stream has completed.",
-            "Every pointer must stay valid until that work has completed, and until then nothing may \
-             access the memory except work ordered on that stream",
-        ] {
-            assert!(
-                docs.contains(sentence),
-                "{name}: missing {sentence:?} in {docs}"
-            );
-        }
-    }
-}
-
-#[test]
-fn a_pointer_rule_without_a_stream_is_valid_until_its_work_completes() {
-    let out = expand(
-        "copy, dst = pinned, src = host",
-        "unsafe fn f(#[dst] d: *mut f64, #[src] s: *const f64, #[len] n: usize) {}",
+    let docs = docs_of(&out, "f_rule");
+    assert_calls(&docs, "f_rule(n, at, st)", "RawCopyRule", "dst, src");
+    assert!(docs.contains("(`unsafe`: the pointers' contract"), "{docs}");
+    assert!(docs.contains("`dst = device`, `src = host`"), "{docs}");
+    assert!(
+        !docs.contains("# Safety"),
+        "the struct is safe to build: {docs}"
     );
-    assert_eq!(errors(&out), 0, "{out}");
-    for name in GENERATED {
-        let docs = docs_of(&out, name);
-        assert!(
-            docs.contains("(`dst = pinned`, `src = host`)"),
-            "{name}: {docs}"
-        );
-        assert!(
-            docs.contains("No shadow may alias a primal, nor a shadow of another lane;"),
-            "{name}: {docs}"
-        );
-        assert!(
-            docs.contains(
-                "Every pointer must stay valid, and nothing else may access the memory, until the \
-                 call and any work [`f`] leaves pending have completed."
-            ),
-            "{name}: {docs}"
-        );
-        assert!(
-            !docs.contains("copy's stream has completed"),
-            "{name}: {docs}"
-        );
-    }
 }
 
 #[test]
-fn a_safe_slice_rule_has_errors_but_no_safety_section() {
+fn a_safe_slice_rule_documents_its_calls_and_no_safety() {
     let out = expand(
         "copy",
-        "pub fn f(#[dst] dst: &mut [f32], #[src] src: &[f32]) { dst.copy_from_slice(src) }",
+        "fn f(#[dst] dst: &mut [f32], #[src] src: &[f32], by: f32) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(!out.contains("unsafe fn"), "{out}");
-    for name in GENERATED {
-        let docs = docs_of(&out, name);
-        assert_errors_contract(&docs);
-        assert!(!docs.contains("`RangeOverflow`"), "{name}: {docs}");
-        assert!(!docs.contains("# Safety"), "{name}: {docs}");
-    }
+    let docs = docs_of(&out, "f_rule");
+    assert_calls(&docs, "f_rule(by)", "CopyRule", "dst, src");
+    assert!(
+        docs.contains("`d_src += d_dst`, then `d_dst ← 0`"),
+        "{docs}"
+    );
+    assert!(
+        !docs.contains("# Safety") && !docs.contains("`unsafe`"),
+        "{docs}"
+    );
 }
 
 #[test]
-fn an_unsafe_slice_rule_has_the_primals_contract_and_no_pointer_clauses() {
+fn an_unsafe_slice_rule_has_an_unsafe_constructor_with_the_primals_contract() {
     let out = expand(
         "copy",
         "unsafe fn f(#[dst] dst: &mut [f32], #[src] src: &[f32]) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    for name in GENERATED {
-        let docs = docs_of(&out, name);
-        assert_errors_contract(&docs);
-        assert!(
-            docs.contains(
-                "# Safety\nThe contract of [`f`]: the rule calls it with the primal buffers, and \
-                 again with each lane's shadows."
-            ),
-            "{name}: {docs}"
-        );
-        assert!(!docs.contains("`offset + n`"), "{name}: {docs}");
-    }
+    assert!(out.contains("unsafe fn f_rule"), "{out}");
+    let docs = docs_of(&out, "f_rule");
+    assert!(
+        docs.contains(
+            "# Safety\nEvery call of the rule's methods must meet the contract of [`f`]: they call \
+             it with the primal buffers, and again with each lane's shadows."
+        ),
+        "{docs}"
+    );
+}
+
+#[test]
+fn region_and_fill_rules_say_what_their_reverse_does() {
+    let out = expand(
+        "fill, restore",
+        "fn f(#[dst] d: &mut [f32], #[value] v: f32) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    let docs = docs_of(&out, "f_rule");
+    assert_calls(&docs, "f_rule()", "FillRule", "dst, value");
+    assert!(docs.contains("returns `d_v = Σ_R d_dst`"), "{docs}");
+    assert!(
+        docs.contains("then the old destination written back"),
+        "{docs}"
+    );
 }

@@ -1,23 +1,30 @@
-//! What the expansion contains: three functions next to the primal, runtime paths, the bodies
-//! of each kind, and the fallback on error.
+//! What the expansion contains: one rule item next to the primal (a struct of its other
+//! arguments and the impl of the kind's rule trait), runtime paths, the plan of each kind, and the
+//! fallback on error.
 
 use super::{errors, expand};
 
 #[test]
-fn a_good_rule_expands_to_three_functions_and_no_error() {
+fn a_good_rule_expands_to_a_rule_struct_and_its_trait_impl() {
     let out = expand(
         "copy",
-        "pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32]) { dst.copy_from_slice(src) }",
+        "pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32], n: usize) { dst.copy_from_slice(src) }",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    for name in [
+    for piece in [
         "fn copy_into (",
-        "fn copy_into_forward",
-        "fn copy_into_augmented_primal",
-        "fn copy_into_reverse",
+        "pub struct copy_into_rule (pub usize) ;",
+        "__p :: CopyRule < 'static , [f32] , [f32] > for copy_into_rule",
+        "fn __primal (& mut self , __d : & mut [f32] , __s : & [f32])",
+        "copy_into (__d , __s , self . 0)",
     ] {
-        assert!(out.contains(name), "missing {name} in {out}");
+        assert!(out.contains(piece), "missing {piece} in {out}");
     }
+    // No generic function of the activities is generated: they are the runtime's.
+    assert!(
+        !out.contains("__Dst") && !out.contains("fn forward"),
+        "{out}"
+    );
     // Role attributes are stripped from the re-emitted function.
     assert!(
         !out.contains("# [dst]") && !out.contains("# [src]"),
@@ -32,7 +39,7 @@ fn a_renamed_runtime_is_the_only_runtime_path() {
         "fn f(#[dst] d: &mut Vec<T>, #[src] s: &[T], x: usize) -> Result<(), E> { Ok(()) }",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains("rt :: __private"), "{out}");
+    assert!(out.contains("use rt :: __private as __p"), "{out}");
     assert!(!out.contains("rules_runtime"), "{out}");
     let out = expand(
         "copy, crate = rt, dst = host, src = unified",
@@ -40,57 +47,53 @@ fn a_renamed_runtime_is_the_only_runtime_path() {
     );
     assert_eq!(errors(&out), 0, "{out}");
     assert!(!out.contains("rules_runtime"), "{out}");
+    let out = expand(
+        "copy, crate = rt, in_impl",
+        "fn f(#[dst] d: &mut [f32], #[src] s: &[f32]) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains("rt :: __private :: InImpl"), "{out}");
+    assert!(!out.contains("rules_runtime"), "{out}");
 }
 
 #[test]
-fn collective_rules_expand_to_runtime_calls() {
+fn collective_rules_plan_their_collective() {
     let buffers = "#[src] x: &CudaSlice<f32>, #[dst] y: &mut CudaSlice<f32>";
-    for (kind, ranks, body) in [
-        ("broadcast", ", #[root] r: usize", "collective_forward"),
-        ("reduce", ", #[root] r: i32", "collective_forward"),
-        ("all_gather", "", "collective_forward"),
-        ("reduce_scatter", "", "collective_forward"),
-        ("all_reduce", "", "collective_forward"),
-        (
-            "send_recv",
-            ", #[send_to] a: usize, #[recv_from] b: usize",
-            "collective_forward",
-        ),
+    for (kind, ranks) in [
+        ("broadcast", ", #[root] r: usize"),
+        ("reduce", ", #[root] r: i32"),
+        ("all_gather", ""),
+        ("reduce_scatter", ""),
+        ("all_reduce", ""),
+        ("send_recv", ", #[send_to] a: usize, #[recv_from] b: usize"),
     ] {
         let out = expand(kind, &format!("fn f(comm: &Comm{ranks}, {buffers}) {{}}"));
         assert_eq!(errors(&out), 0, "{kind}: {out}");
-        assert!(out.contains(body), "{kind}: {out}");
         assert!(
-            out.contains(&format!("Collective :: {kind} (comm")),
+            out.contains("__p :: CollectiveRule < '__l0"),
             "{kind}: {out}"
         );
-        assert!(out.contains("CollectiveTape"), "{kind}: {out}");
-        for name in ["fn f_forward", "fn f_augmented_primal", "fn f_reverse"] {
-            assert!(out.contains(name), "{kind}: missing {name} in {out}");
-        }
+        assert!(
+            out.contains(&format!("Collective :: {kind} (self . 0")),
+            "{kind}: {out}"
+        );
     }
     let out = expand(
         "send",
         "fn f(#[comm] c: &Arc<Comm>, #[peer] p: u32, #[src] x: &CudaSlice<f32>) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(
-        out.contains("send_reverse") && !out.contains("__Dst"),
-        "{out}"
-    );
+    assert!(out.contains("__p :: SendRule <"), "{out}");
     let out = expand(
         "recv",
         "fn f(comm: &Comm, #[peer] p: u32, #[dst] y: &mut CudaSlice<f32>) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(
-        out.contains("recv_reverse") && !out.contains("__Src"),
-        "{out}"
-    );
+    assert!(out.contains("__p :: RecvRule <"), "{out}");
 }
 
 #[test]
-fn collective_misuse_is_reported_in_one_pass_with_stubs() {
+fn on_error_the_function_and_a_stand_in_are_emitted() {
     let out = expand(
         "all_gather, src = device",
         "fn f(#[root] r: usize, #[len] n: usize, #[src] x: &mut [f32], #[dst] y: &CudaSlice<Complex<f32>>) {}",
@@ -98,8 +101,10 @@ fn collective_misuse_is_reported_in_one_pass_with_stubs() {
     // no communicator, a root on all_gather, `#[len]`, `src = device`, host source, mutable
     // source, immutable destination, complex elements.
     assert!(errors(&out) >= 7, "{} errors in {out}", errors(&out));
-    assert!(out.contains("fn f_reverse"), "stubs: {out}");
-    assert!(out.contains("CollectiveTape"), "collective stubs: {out}");
+    assert!(out.contains("fn f_rule"), "stand-in: {out}");
+    assert!(out.contains("RuleStub2"), "stand-in: {out}");
+    let out = expand("memset", "fn f(#[dst] d: &[f32], x: u8) {}");
+    assert!(out.contains("RuleStub1"), "one activity: {out}");
 }
 
 #[test]
@@ -111,7 +116,10 @@ fn array_rules_place_the_array_side_by_its_origin() {
          #[width] w: usize, #[height] hh: usize, #[depth] d: usize) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains(". dst_in_array (x , y , z)"), "{out}");
+    assert!(
+        out.contains(". dst_in_array (self . 1 , self . 2 , self . 3)"),
+        "{out}"
+    );
     assert!(!out.contains("src_in_array"), "{out}");
     assert!(out.contains("ShadowMemory < Elem = f32 >"), "{out}");
     let out = expand(
@@ -120,7 +128,10 @@ fn array_rules_place_the_array_side_by_its_origin() {
          #[src] a: &CudaArray<f32>, #[src_x] x: usize, #[src_y] y: usize, #[width] w: usize, #[height] hh: usize) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains(". src_in_array (x , y , 0usize)"), "{out}");
+    assert!(
+        out.contains(". src_in_array (self . 2 , self . 3 , 0usize)"),
+        "{out}"
+    );
     // A whole-array copy is a region rule over whole buffers.
     let out = expand(
         "copy",
@@ -128,7 +139,31 @@ fn array_rules_place_the_array_side_by_its_origin() {
     );
     assert_eq!(errors(&out), 0, "{out}");
     assert!(
-        out.contains("region_forward") && out.contains("Boxes :: WHOLE"),
+        out.contains("__p :: RegionRule <") && out.contains("Boxes :: WHOLE"),
         "{out}"
     );
+}
+
+#[test]
+fn cfg_parameters_and_unnamed_generics_get_named_fields_and_a_constructor() {
+    let out = expand(
+        "copy",
+        "fn f(#[dst] d: &mut [f32], #[src] s: &[f32], #[cfg(test)] n: usize, k: u8) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        out.contains("pub struct f_rule") || out.contains("struct f_rule {"),
+        "{out}"
+    );
+    assert!(out.contains("# [cfg (test)] n : usize"), "{out}");
+    assert!(
+        out.contains("fn f_rule (# [cfg (test)] n : usize , k : u8)"),
+        "{out}"
+    );
+    let out = expand(
+        "copy",
+        "fn f<E: Error>(#[dst] d: &mut [f32], #[src] s: &[f32]) -> Result<(), E> { Ok(()) }",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains("PhantomData < fn () -> (E ,) >"), "{out}");
 }

@@ -19,19 +19,23 @@ pub fn errors(out: &str) -> usize {
     out.matches("compile_error").count()
 }
 
-/// The documentation the expansion gives the function `name` (its `#[doc]` strings, joined).
+/// The documentation the expansion gives the item `name` (a struct or a function: its `#[doc]`
+/// strings, joined).
 pub fn docs_of(out: &str, name: &str) -> String {
     let file: syn::File = syn::parse_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let f = file
+    let attrs: Vec<&syn::Attribute> = file
         .items
         .iter()
-        .find_map(|item| match item {
-            syn::Item::Fn(f) if f.sig.ident == name => Some(f),
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) if f.sig.ident == name => Some(&f.attrs),
+            syn::Item::Struct(s) if s.ident == name => Some(&s.attrs),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("no fn {name} in {out}"));
+        .flatten()
+        .collect();
+    assert!(!attrs.is_empty(), "no item {name} in {out}");
     let mut docs = String::new();
-    for attr in &f.attrs {
+    for attr in attrs {
         if let syn::Meta::NameValue(nv) = &attr.meta
             && nv.path.is_ident("doc")
             && let syn::Expr::Lit(syn::ExprLit {
@@ -45,6 +49,3 @@ pub fn docs_of(out: &str, name: &str) -> String {
     }
     docs
 }
-
-/// The three generated functions of the rule on `f`.
-pub const GENERATED: [&str; 3] = ["f_forward", "f_augmented_primal", "f_reverse"];

@@ -53,8 +53,8 @@ proptest! {
         assert_items(&item, &out);
     }
 
-    /// Plausible rules: the same, and a rule that passes every check expands to its three
-    /// functions, and they are well-formed items.
+    /// Plausible rules: the same, and a rule that passes every check expands to its rule item
+    /// (a struct and its trait impl), and they are well-formed items.
     #[test]
     fn plausible_rules_never_panic((attr, sig) in rule_signature()) {
         let item: TokenStream = sig.parse().unwrap();
@@ -62,7 +62,7 @@ proptest! {
         assert_items(&item, &out);
         let text = out.to_string();
         if !text.contains("compile_error") {
-            prop_assert!(text.contains("f_forward") && text.contains("f_reverse"), "{}", text);
+            prop_assert!(text.contains("f_rule") && text.contains("fn __primal"), "{}", text);
         }
     }
 
