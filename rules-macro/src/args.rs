@@ -153,6 +153,10 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
         );
         return;
     }
+    if OLD_NAME_KEYS.contains(&name) {
+        cx.error_spanned_by(ident, old_name_key(name));
+        return;
+    }
     if name == RESTORE {
         if args.restore.is_some() {
             cx.error_spanned_by(ident, format!("`{name}` is given twice; keep one"));
@@ -192,6 +196,14 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
         kind,
         ident: ident.clone(),
     });
+}
+
+/// The message for a key of an earlier version (`forward = name` and the like).
+fn old_name_key(name: &str) -> String {
+    format!(
+        "`{name} = ...` is gone: the forward rule, the augmented primal and the reverse rule are \
+         methods of one generated item, `<function>_rule`; rename it with `rule = name`"
+    )
 }
 
 /// What to write after `key =`, for messages.
@@ -236,14 +248,7 @@ fn parse_key_value(cx: &Ctxt, args: &mut RuleArgs, key: &Ident, name: &str, valu
                 set_once(cx, &mut args.rule, ident, key, name);
             }
         }
-        _ if OLD_NAME_KEYS.contains(&name) => cx.error_spanned_by(
-            key,
-            format!(
-                "`{name} = ...` is gone: the forward rule, the augmented primal and the reverse \
-                 rule are methods of one generated item, `<function>_rule`; rename it with \
-                 `rule = name`"
-            ),
-        ),
+        _ if OLD_NAME_KEYS.contains(&name) => cx.error_spanned_by(key, old_name_key(name)),
         _ => {
             let hint = match Role::from_name(name) {
                 Some(role) => format!(

@@ -94,9 +94,10 @@ fn struct_allowances() -> TokenStream {
     quote!(#[allow(dead_code, non_camel_case_types)])
 }
 
-/// The lints the impl could trigger: its lifetimes (one may be named only once).
+/// The lints the impl could trigger: its lifetimes (one may be named only once), a runtime item
+/// the user also imported (named through `__p`).
 fn impl_allowances() -> TokenStream {
-    quote!(#[allow(single_use_lifetimes, unused_lifetimes)])
+    quote!(#[allow(single_use_lifetimes, unused_lifetimes, unused_qualifications)])
 }
 
 /// The name the rule's impl gives `<crate>::__private` inside its anonymous `const` block.
@@ -280,12 +281,16 @@ impl<'a> Generator<'a> {
         });
         let krate = &self.krate;
         let allow = impl_allowances();
+        let mut trait_ref = quote!(#p::#trait_name<#s, #args>);
+        if let Some(span) = self.trait_span() {
+            trait_ref = respan(trait_ref, span);
+        }
         quote! {
             #item
             #allow
             const _: () = {
                 use #krate as #p;
-                impl #generics #p::#trait_name<#s, #args> for #self_ty #where_clause {
+                impl #generics #trait_ref for #self_ty #where_clause {
                     #plan
                     #[inline]
                     #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
@@ -329,7 +334,11 @@ impl<'a> Generator<'a> {
             .map(|((n, cfg), ty)| quote!(#(#cfg)* #n: #ty));
         let fields: Vec<TokenStream> = fields.collect();
         let unnamed = &self.unnamed;
-        let marker = quote!(__marker: #p::core::marker::PhantomData<fn() -> (#(#unnamed,)*)>);
+        // The fields' lifetimes too: a field may be configured out.
+        let lifetimes = &self.fresh[..self.rest_fresh];
+        let marker = quote!(
+            __marker: #p::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#unnamed,)*)>
+        );
         let inits = names.iter().map(|(n, cfg)| quote!(#(#cfg)* #n));
         let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
         let ctor_doc = Docs::new(self.primal_path_text(), self.plan).constructor(name);
@@ -345,6 +354,14 @@ impl<'a> Generator<'a> {
             }
         };
         (item, self_ty)
+    }
+
+    /// Where rustc reports a failure of the rule trait's own bounds: at the buffer type they
+    /// check (one the macro does not know, with a lifetime: `bodies` writes no bound for it).
+    fn trait_span(&self) -> Option<Span> {
+        let types = [&self.src_ty, &self.dst_ty];
+        let ty = types.into_iter().flatten().find(|t| bodies::checked_by_trait(t))?;
+        Some(first_span(ty))
     }
 
     /// Whether the primal is `unsafe` on references: its rule object's constructor is `unsafe`

@@ -4,12 +4,14 @@
 //! "no method named `forward`".
 
 use crate::expand::{allowances, private_path, rule_name};
+use crate::model::Role;
 use crate::parse::Rule;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::Ident;
 
-/// A stand-in for `name_rule`: a function of any arguments (configured like the primal's)
+/// A stand-in for `name_rule`: a function of any arguments in the places of the primal's other
+/// (not buffer) arguments, configured like them,
 /// returning the runtime's stub, whose methods take any activities and are never run (the crate
 /// does not compile). One activity for the kinds with one buffer (memset, send, recv), two
 /// otherwise. Not emitted for methods, whose rule could not be placed anyway.
@@ -21,14 +23,18 @@ pub fn stubs(rule: &Rule) -> TokenStream {
     let name = rule_name(rule);
     let vis = &rule.func.vis;
     let allow = allowances();
-    let tys: Vec<Ident> = (0..rule.params.len())
-        .map(|i| format_ident!("__A{}", i))
+    // The rule object takes the parameters other than the buffers (those marked as such).
+    let rest: Vec<_> = rule
+        .params
+        .iter()
+        .filter(|p| ![Role::Dst, Role::Src, Role::Value].iter().any(|&r| p.has_role(r)))
         .collect();
-    let params = rule.params.iter().zip(&tys).map(|(prm, ty)| {
+    let tys: Vec<Ident> = (0..rest.len()).map(|i| format_ident!("__A{}", i)).collect();
+    let params = rest.iter().zip(&tys).map(|(prm, ty)| {
         let cfg = &prm.cfg;
         quote!(#(#cfg)* _: #ty)
     });
-    let generics = rule.params.iter().zip(&tys).map(|(prm, ty)| {
+    let generics = rest.iter().zip(&tys).map(|(prm, ty)| {
         let cfg = &prm.cfg;
         quote!(#(#cfg)* #ty)
     });

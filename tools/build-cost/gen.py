@@ -97,7 +97,7 @@ def family1(i, k, a):
                     "    on.memcpy_htod(src, dst)", a)
     if v == 3:
         return rule("copy",
-                    f"pub fn {name}(stream: &Arc<CudaStream>, @dst dst: &mut CudaViewMut<'_, {t}>, @src src: &CudaView<'_, {t}>) {ret}",
+                    f"pub fn {name}(stream: &Arc<CudaStream>, @dst dst: &mut CudaViewMut<'_, {t}>, @src src: &CudaViewMut<'_, {t}>) {ret}",
                     "    stream.memcpy_dtod(src, dst)", a)
     return rule("copy",
                 f"pub fn {name}(stream: &Arc<CudaStream>, @dst dst: &mut PinnedHostSlice<{t}>, @src src: &UnifiedSlice<{t}>) {ret}",

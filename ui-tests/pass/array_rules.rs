@@ -140,10 +140,7 @@ fn zero_rows(
 }
 
 fn main() {
-    // Names of the generated rules, so that they are used.
-    let _ = (
-        rows_to_array_reverse::<rules_runtime::Const<&mut CudaArray<f32>>, rules_runtime::Const<&CudaSlice<f32>>>,
-        box_to_host_forward::<rules_runtime::Const<&mut [f64]>, rules_runtime::Const<&CudaArray<f64>>>,
-    );
+    // Names of the generated rule objects, so that they are used.
+    let _ = (rows_to_array_rule, box_to_host_rule);
     let _ = (array_to_array, raw_to_array, upload_whole, download_whole::<f32>, zero_rows);
 }

@@ -76,8 +76,9 @@ fn send_to(comm: &Comm, #[peer] peer: u32, #[src] x: &CudaSlice<f32>, tag: u8) -
     nccl(comm.send(x, peer as i32))
 }
 
-/// Receive from a peer; an `unsafe` primal and a renamed reverse.
-#[derivative_rule(recv, reverse = recv_back)]
+/// Receive from a peer; an `unsafe` primal (its rule object's constructor is `unsafe`) and a
+/// renamed rule object.
+#[derivative_rule(recv, rule = receive)]
 unsafe fn recv_from(comm: &Comm, #[peer] peer: usize, #[dst] y: &mut CudaSlice<f32>) -> NcclResult {
     nccl(comm.recv(y, peer as i32))
 }
@@ -120,8 +121,10 @@ fn calls(
     let tape = gather_rule(comm).augmented_primal(Const(&mut *y), Duplicated::new(x, &mut *dx))?;
     gather_rule(comm).reverse(tape, Const(&mut *y), Duplicated::new(x, &mut *dx))?;
     bcast_rule(comm, 0).forward(Duplicated::new(&mut *y, &mut *dy), Const(x))?;
-    let tape = unsafe { recv_from_rule(comm, 0).augmented_primal(Duplicated::new(&mut *y, &mut *dy)) }?;
-    unsafe { recv_back(tape, comm, 0, Duplicated::new(&mut *y, &mut *dy)) }?;
+    // SAFETY: the buffers are device memory on the communicator's device.
+    let mut recv = unsafe { receive(comm, 0) };
+    let tape = recv.augmented_primal(Duplicated::new(&mut *y, &mut *dy))?;
+    recv.reverse(tape, Duplicated::new(&mut *y, &mut *dy))?;
     send_to_rule(comm, 0, 7).forward(Duplicated::new(x, &mut *dx))
 }
 

@@ -2,7 +2,7 @@
 //! the argument they pass to the primal, so they have the primal's arity in every configuration.
 #![allow(dead_code)]
 
-use rules_runtime::{Const, Duplicated, derivative_rule};
+use rules_runtime::{Const, CopyRule, Duplicated, derivative_rule};
 
 /// Counts its calls in test builds; scales otherwise.
 #[derivative_rule(copy)]
@@ -25,11 +25,9 @@ fn copy_counted(
 
 fn main() {
     let (x, mut y, mut dy) = ([1.0f32, 2.0], [0.0f32; 2], [0.0f32; 2]);
-    copy_counted_forward(
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Const(&x[..]),
-        1.0,
-    )
-    .unwrap();
+    // Outside tests, the rule object takes `scale` alone.
+    copy_counted_rule(1.0)
+        .forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+        .unwrap();
     assert_eq!(y, x);
 }

@@ -2,6 +2,7 @@
 //! through the given path (the macro's own unit tests check that no `rules_runtime` is left).
 
 use rules_runtime as rt;
+use rt::{CopyRule, RawCopyRule};
 
 mod facade {
     //! A crate that re-exports the runtime, as a wrapper library would.
@@ -31,8 +32,15 @@ fn quoted(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 fn main() {
     let x = [1.0f32; 2];
     let mut y = [0.0f32; 2];
-    via_alias_forward(rt::Const(&mut y[..]), rt::Const(&x[..])).unwrap();
-    via_facade_forward(rt::Const(&mut y[..]), rt::Const(&x[..])).unwrap();
-    unsafe { absolute_forward(rt::Const(y.as_mut_ptr()), rt::Const(x.as_ptr()), 2) }.unwrap();
-    quoted_forward(rt::Const(&mut y[..]), rt::Const(&x[..])).unwrap();
+    via_alias_rule()
+        .forward(rt::Const(&mut y[..]), rt::Const(&x[..]))
+        .unwrap();
+    via_facade_rule()
+        .forward(rt::Const(&mut y[..]), rt::Const(&x[..]))
+        .unwrap();
+    unsafe { absolute_rule(2).forward(rt::Const(y.as_mut_ptr()), rt::Const(x.as_ptr())) }
+        .unwrap();
+    quoted_rule()
+        .forward(rt::Const(&mut y[..]), rt::Const(&x[..]))
+        .unwrap();
 }

@@ -49,8 +49,8 @@ enum Shadowed {
     /// Shadows `None`.
     None,
 }
-#[allow(unused_imports)]
 use rules_runtime::{CopyRule, RawCopyRule};
+#[allow(unused_imports)]
 use Shadowed::{Err, None, Ok, Some};
 
 /// The rules live in a public module, so that `missing_docs` looks at them.

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError};
-use rules_runtime::{Const, Duplicated, derivative_rule};
+use rules_runtime::{Const, CopyRule, Duplicated, derivative_rule};
 use std::sync::Arc;
 
 macro_rules! host_copy {
@@ -34,6 +34,8 @@ device_copy!(dtod_f32, &Arc<CudaStream>, f32);
 
 fn main() {
     let (x, mut y, mut dy) = ([1.0f32, 2.0], [0.0f32; 2], [0.0f32; 2]);
-    copy_f32_forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..])).unwrap();
+    copy_f32_rule()
+        .forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
+        .unwrap();
     assert_eq!(y, x);
 }

@@ -14,7 +14,6 @@
 
 use half::f16;
 use num_complex::Complex;
-use rules_runtime::{CopyRule, RawCopyRule};
 use rules_runtime::{Differentiable, derivative_rule};
 use std::fmt;
 
@@ -25,7 +24,7 @@ pub fn copy_slice(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 }
 
 /// A copy between arrays of complex numbers, under other names.
-#[derivative_rule(copy, forward = tangent, augmented_primal = record, reverse = adjoint)]
+#[derivative_rule(copy, rule = complex_copy)]
 pub fn copy_complex(#[dst] dst: &mut [Complex<f64>; 3], #[src] src: &[Complex<f64>; 3]) {
     *dst = *src;
 }
@@ -131,7 +130,7 @@ impl Buffers {
 #[allow(clippy::float_cmp, reason = "copies are exact")]
 mod tests {
     use super::*;
-    use rules_runtime::{Const, Duplicated};
+    use rules_runtime::{Const, CopyRule, Duplicated, RawCopyRule};
 
     #[test]
     fn the_generated_rules_run() {
@@ -158,9 +157,10 @@ mod tests {
 
         let xc = [Complex::new(1.0, 2.0); 3];
         let mut yc = [Complex::new(0.0, 0.0); 3];
-        tangent(Const(&mut yc), Const(&xc)).unwrap();
-        let tape = record(Const(&mut yc), Const(&xc)).unwrap();
-        adjoint(tape, Const(&mut yc), Const(&xc)).unwrap();
+        let mut rule = complex_copy();
+        rule.forward(Const(&mut yc), Const(&xc)).unwrap();
+        let tape = rule.augmented_primal(Const(&mut yc), Const(&xc)).unwrap();
+        rule.reverse(tape, Const(&mut yc), Const(&xc)).unwrap();
         assert_eq!(yc, xc);
 
         let mut ya = [0.0f64; 2];

@@ -8,7 +8,9 @@ use super::tokens::bound_at;
 use super::{Generator, Parts};
 use crate::model::Kind;
 use crate::plan::{Access, Extent, Order};
-use crate::types::{elem_name, element_of, host_container_elem, is_array_type, known_elem};
+use crate::types::{
+    elem_name, element_of, host_container_elem, is_array_type, known_elem, mentions_lifetime,
+};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Type;
@@ -77,7 +79,7 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             if x != y {
                 // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
-                bounds.extend(bound_at(
+                bounds.extend(buffer_bound(
                     y,
                     &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
                 ));
@@ -131,6 +133,25 @@ fn collective_parts(
     }
 }
 
+/// A bound on a buffer type, written at the type: checked where the rule is defined. A type with
+/// a lifetime gets none (a bound on it would be checked only where the rule is used, and fail
+/// there as "the method exists but its trait bounds were not satisfied"): the rule trait's own
+/// bound checks it where the rule is defined, at the impl's trait, which [`Generator::trait_span`]
+/// places at the type.
+fn buffer_bound(ty: &Type, bound: &TokenStream) -> TokenStream {
+    if mentions_lifetime(ty) {
+        TokenStream::new()
+    } else {
+        bound_at(ty, bound)
+    }
+}
+
+/// Whether the trait's own bound on `x` is the check of it (see [`buffer_bound`]): a buffer type
+/// the macro does not know, with a lifetime.
+pub(super) fn checked_by_trait(x: &Type) -> bool {
+    mentions_lifetime(x) && host_container_elem(x).is_none() && !known_buffer(x)
+}
+
 /// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
 fn known_buffer(x: &Type) -> bool {
     matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
@@ -153,8 +174,8 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) if known_elem(e) => {}
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
-            (None, Some(e)) => out.extend(bound_at(x, &quote!(#p::ShadowMemory<Elem = #e>))),
-            (None, None) => out.extend(bound_at(x, &quote!(#p::ShadowMemory))),
+            (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            (None, None) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
         }
     }
     let elem = |t: &'a Type| {
@@ -171,7 +192,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
         // The destination's element, named without a projection onto the source's own type,
         // which the trait solver could not resolve.
         let target = de.map_or_else(|| quote!(<#dst as #p::ShadowRead>::Elem), |d| quote!(#d));
-        out.extend(bound_at(src, &quote!(#p::ShadowMemory<Elem = #target>)));
+        out.extend(buffer_bound(src, &quote!(#p::ShadowMemory<Elem = #target>)));
     }
     out
 }
@@ -179,7 +200,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    let mut out = bound_at(buffer, &quote!(#p::#bound));
+    let mut out = buffer_bound(buffer, &quote!(#p::#bound));
     match element_of(buffer) {
         Some(e) if elem_name(e).is_some_and(|n| NCCL_ELEMENTS.contains(&n.as_str())) => {}
         Some(e) => out.extend(bound_at(e, &quote!(#p::NcclElement))),

@@ -1,6 +1,6 @@
 use rules_runtime::derivative_rule;
 
-#[derivative_rule(copy, forward = a, forward = b)]
+#[derivative_rule(copy, rule = a, rule = b)]
 fn names(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     dst.copy_from_slice(src);
 }

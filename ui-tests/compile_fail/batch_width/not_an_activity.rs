@@ -1,4 +1,4 @@
-use rules_runtime::{CopyRule};
+use rules_runtime::CopyRule;
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 #[derivative_rule(copy)]

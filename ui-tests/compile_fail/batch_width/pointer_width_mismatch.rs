@@ -1,4 +1,4 @@
-use rules_runtime::{RawCopyRule};
+use rules_runtime::RawCopyRule;
 use rules_runtime::{Duplicated, derivative_rule};
 
 #[derivative_rule(copy, dst = host, src = host)]
@@ -12,10 +12,9 @@ fn main() {
     let mut y = [0.0f64; 4];
     let mut dy = [0.0f64; 4];
     let _ = unsafe {
-        raw_copy_rule(4)
-.augmented_primal(
-Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-Duplicated::batch(x.as_ptr(), [dx1.as_mut_ptr(), dx2.as_mut_ptr()]),
-)
+        raw_copy_rule(4).augmented_primal(
+            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+            Duplicated::batch(x.as_ptr(), [dx1.as_mut_ptr(), dx2.as_mut_ptr()]),
+        )
     };
 }

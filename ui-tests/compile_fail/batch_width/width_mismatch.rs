@@ -1,4 +1,4 @@
-use rules_runtime::{CopyRule};
+use rules_runtime::CopyRule;
 use rules_runtime::{Duplicated, derivative_rule};
 
 #[derivative_rule(copy)]
@@ -11,9 +11,8 @@ fn main() {
     let mut dx = [0.0f32; 4];
     let mut y = [0.0f32; 4];
     let (mut dy1, mut dy2, mut dy3) = ([0.0f32; 4], [0.0f32; 4], [0.0f32; 4]);
-    let _ = copy_into_rule()
-.forward(
-Duplicated::batch(&mut y[..], [&mut dy1[..], &mut dy2[..], &mut dy3[..]]),
-Duplicated::new(&x[..], &mut dx[..]),
-);
+    let _ = copy_into_rule().forward(
+        Duplicated::batch(&mut y[..], [&mut dy1[..], &mut dy2[..], &mut dy3[..]]),
+        Duplicated::new(&x[..], &mut dx[..]),
+    );
 }

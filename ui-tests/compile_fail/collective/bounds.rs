@@ -1,12 +1,17 @@
-use rules_runtime::{CollectiveRule};
+use num_complex::Complex;
+use rules_runtime::CollectiveRule;
 use rules_runtime::cudarc::driver::{CudaSlice, PinnedHostSlice};
 use rules_runtime::cudarc::nccl::Comm;
-use num_complex::Complex;
 use rules_runtime::{Const, derivative_rule};
 
 // What the macro cannot see is a trait bound at the argument's type.
 #[derivative_rule(broadcast)]
-fn not_a_comm(#[comm] c: &u32, #[root] root: String, #[src] x: &CudaSlice<f32>, #[dst] y: &mut CudaSlice<f32>) {
+fn not_a_comm(
+    #[comm] c: &u32,
+    #[root] root: String,
+    #[src] x: &CudaSlice<f32>,
+    #[dst] y: &mut CudaSlice<f32>,
+) {
     let _ = (c, root, x, y);
 }
 
@@ -17,7 +22,11 @@ fn pinned(comm: &Comm, #[src] x: &PinnedHostSlice<f32>, #[dst] y: &mut PinnedHos
 
 // A generic element is bounded where the rule is called.
 #[derivative_rule(all_gather)]
-fn generic<T: rules_runtime::Differentiable>(comm: &Comm, #[src] x: &CudaSlice<T>, #[dst] y: &mut CudaSlice<T>) {
+fn generic<T: rules_runtime::Differentiable>(
+    comm: &Comm,
+    #[src] x: &CudaSlice<T>,
+    #[dst] y: &mut CudaSlice<T>,
+) {
     let _ = (comm, x, y);
 }
 

@@ -1,4 +1,3 @@
-use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
 // One mistake in the rule: callers of the generated functions see no further errors.
@@ -12,8 +11,13 @@ fn main() {
     let mut dx = [0.0f32; 2];
     let mut y = [0.0f32; 2];
     let mut dy = [0.0f32; 2];
-    let tape = copy_into_rule().augmented_primal(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]));
-    let _ = copy_into_rule().reverse(tape.unwrap(), Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]));
+    let tape =
+        copy_into_rule().augmented_primal(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]));
+    let _ = copy_into_rule().reverse(
+        tape.unwrap(),
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Const(&x[..]),
+    );
     let _ = copy_into_rule().forward(Const(&mut y[..]), Const(&x[..]));
     copy_into(&y, &x);
 }

@@ -1,4 +1,4 @@
-use rules_runtime::{CopyRule};
+use rules_runtime::CopyRule;
 use rules_runtime::derivative_rule;
 
 // Generic element types are supported, but the element must be differentiable: an unbounded `T`
@@ -11,5 +11,8 @@ fn generic<T: Copy>(#[dst] dst: &mut [T], #[src] src: &[T]) {
 fn main() {
     let x = [1u8; 4];
     let mut y = [0u8; 4];
-    let _ = generic_rule().forward(rules_runtime::Const(&mut y[..]), rules_runtime::Const(&x[..]));
+    let _ = generic_rule().forward(
+        rules_runtime::Const(&mut y[..]),
+        rules_runtime::Const(&x[..]),
+    );
 }

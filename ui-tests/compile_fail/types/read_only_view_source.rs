@@ -1,12 +1,12 @@
-use rules_runtime::{CollectiveRule, CopyRule};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaView, DriverError};
 use rules_runtime::cudarc::nccl::Comm;
+use rules_runtime::{CollectiveRule, CopyRule};
 use rules_runtime::{Const, derivative_rule};
 use std::sync::Arc;
 
 // A read-only view cannot be a rule's source: the reverse pass accumulates into the source's
-// shadow, and a `CudaView` hands out no writable address. Refused at compile time (every use of
-// the rule, pointing at the view's type), never in the reverse pass.
+// shadow, and a `CudaView` hands out no writable address. Refused at compile time where the rule is
+// defined, at the view's type (and at every use), never in the reverse pass.
 #[derivative_rule(copy)]
 fn copy_from_view(
     stream: &Arc<CudaStream>,
