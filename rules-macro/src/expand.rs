@@ -360,7 +360,10 @@ impl<'a> Generator<'a> {
     /// check (one the macro does not know, with a lifetime: `bodies` writes no bound for it).
     fn trait_span(&self) -> Option<Span> {
         let types = [&self.src_ty, &self.dst_ty];
-        let ty = types.into_iter().flatten().find(|t| bodies::checked_by_trait(t))?;
+        let ty = types
+            .into_iter()
+            .flatten()
+            .find(|t| bodies::checked_by_trait(t))?;
         Some(first_span(ty))
     }
 

@@ -27,7 +27,11 @@ pub fn stubs(rule: &Rule) -> TokenStream {
     let rest: Vec<_> = rule
         .params
         .iter()
-        .filter(|p| ![Role::Dst, Role::Src, Role::Value].iter().any(|&r| p.has_role(r)))
+        .filter(|p| {
+            ![Role::Dst, Role::Src, Role::Value]
+                .iter()
+                .any(|&r| p.has_role(r))
+        })
         .collect();
     let tys: Vec<Ident> = (0..rest.len()).map(|i| format_ident!("__A{}", i)).collect();
     let params = rest.iter().zip(&tys).map(|(prm, ty)| {

@@ -1,12 +1,14 @@
 //! # rules-runtime
 //!
 //! Derivative rules for GPU memory copies. Annotate a copy primitive with
-//! [`#[derivative_rule(copy)]`](derivative_rule) and get, next to it, a forward (tangent) rule and an
-//! augmented-primal + reverse pair; the generated code calls this crate for the shadow work
-//! (accumulate, zero, fused accumulate-and-zero) in every memory kind.
+//! [`#[derivative_rule(copy)]`](derivative_rule) and get, next to it, its rule object: `name_rule`,
+//! holding the primitive's arguments other than its buffers, whose methods are the forward
+//! (tangent) rule and the augmented-primal + reverse pair. The methods are written once here, on
+//! the rule traits ([`CopyRule`] and the others, all in [`prelude`]); they call this crate for the
+//! shadow work (accumulate, zero, fused accumulate-and-zero) in every memory kind.
 //!
 //! ```
-//! use rules_runtime::{derivative_rule, Const, Duplicated, On};
+//! use rules_runtime::prelude::*;
 //!
 //! /// Copies `src` into `dst`.
 //! #[derivative_rule(copy)]
@@ -19,14 +21,15 @@
 //! let mut y = [0.0f32; 3];
 //! let mut dy = [0.0f32; 3];
 //! // Reverse mode: the augmented primal runs the copy and returns the tape ...
-//! let tape = copy_into_augmented_primal(
-//!     Duplicated::new(&mut y[..], &mut dy[..]),
-//!     Duplicated::new(&x[..], &mut dx[..]),
-//! ).unwrap();
+//! let mut rule = copy_into_rule();
+//! let tape = rule
+//!     .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..]))
+//!     .unwrap();
 //! assert_eq!(y, x);
 //! // ... the caller seeds the cotangent of y, and the reverse moves it into dx.
 //! dy = [1.0, 1.0, 1.0];
-//! copy_into_reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..])).unwrap();
+//! rule.reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..]))
+//!     .unwrap();
 //! assert_eq!((dx, dy), ([1.0; 3], [0.0; 3]));
 //! ```
 //!
@@ -39,9 +42,9 @@
 //! The public face: the activities, [`ops`] (the one entry point for shadow work, in every memory
 //! kind and across contexts), the memory traits ([`ShadowRead`], [`ShadowMemory`], both `unsafe`
 //! to implement: the runtime's kernels trust them), [`cuda`] (driver probing that never panics),
-//! [`nccl`], the one [`Error`]. Rule bodies and kernel launches are private; generated code
-//! reaches what it needs through a hidden module. The `testing` feature adds `testing`: adjoint
-//! and finite-difference checks.
+//! [`nccl`], the one [`Error`], the rule traits. Rule bodies and kernel launches are private;
+//! generated code reaches what it needs through a hidden module. The `testing` feature adds
+//! `testing`: adjoint and finite-difference checks.
 #![deny(missing_docs)]
 
 pub mod activity;
@@ -84,7 +87,22 @@ pub use rules::{
 pub use rules_macro::derivative_rule;
 
 /// What a crate that defines or calls rules needs: the attribute, the activities, and the rule
-/// traits (whose methods are the forward rule, the augmented primal and the reverse rule).
+/// traits, whose methods are the forward rule, the augmented primal and the reverse rule.
+///
+/// `#[derivative_rule]` generates, next to a primitive `name`, one item: `name_rule`, a tuple
+/// struct of `name`'s arguments other than its buffers (in order), which implements the trait of
+/// its kind (in an `impl` block, with `in_impl`, `Self::name_rule(...)` returns an object that
+/// does). The methods take the buffers as activities, the destination first:
+/// `forward(dst, src)`, `augmented_primal(dst, src)` (returns the tape), `reverse(tape, dst, src)`.
+///
+/// | kind | trait (references) | trait (raw pointers: `unsafe` methods) |
+/// | --- | --- | --- |
+/// | `copy` | [`CopyRule`] | [`RawCopyRule`] |
+/// | `copy2d`, `copy3d`, a fill from a buffer, `restore`, CUDA arrays | [`RegionRule`] | [`RawRegionRule`] |
+/// | `memset` | [`MemsetRule`] | [`RawMemsetRule`] |
+/// | `fill` by value | [`FillRule`] | [`RawFillRule`] |
+/// | `broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send_recv` | [`CollectiveRule`] | |
+/// | `send`, `recv` | [`SendRule`], [`RecvRule`] | |
 pub mod prelude {
     pub use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
     pub use crate::rules::{
