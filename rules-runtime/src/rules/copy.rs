@@ -33,15 +33,6 @@ impl<E: Into<PrimalError>> PrimalOutcome for core::result::Result<(), E> {
     }
 }
 
-/// The outcome of a rule's `__primal`, already the runtime's result: passed on as it is (a
-/// `Result<(), Error>` would be wrapped into `Error::Primal` a second time).
-pub(crate) struct Ran(pub(crate) Result<()>);
-impl PrimalOutcome for Ran {
-    fn into_result(self) -> Result<()> {
-        self.0
-    }
-}
-
 /// What the augmented primal of a copy hands to its reverse: the shape of the copy and a
 /// fingerprint of the buffers it was made for, so that the reverse can check it is given the same
 /// call's arguments.

@@ -18,7 +18,6 @@ mod pitched;
 mod region;
 mod traits;
 
-pub(crate) use copy::Ran;
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
     ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
@@ -33,6 +32,7 @@ pub use pitched::{
     region_forward, region_reverse,
 };
 pub use region::{Boxes, RawRegion, RegionTape};
+pub(crate) use traits::Ran;
 pub use traits::{
     Captures, CollectiveRule, CopyRule, FillGradient, FillRule, InImpl, MemsetRule, RawCopyRule,
     RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, SendRule,

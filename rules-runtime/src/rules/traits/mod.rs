@@ -18,3 +18,15 @@ pub use collective::{CollectiveRule, RecvRule, SendRule};
 pub use copy::{CopyRule, RawCopyRule, RawRegionRule, RegionRule};
 pub use fill::{FillGradient, FillRule, MemsetRule, RawFillRule, RawMemsetRule};
 pub use in_impl::{Captures, InImpl};
+
+use crate::error::Result;
+use crate::rules::PrimalOutcome;
+
+/// The outcome of a rule's `__primal`, already the runtime's result: passed on as it is (a
+/// `Result<(), Error>` would be wrapped into `Error::Primal` a second time).
+pub(crate) struct Ran(pub(crate) Result<()>);
+impl PrimalOutcome for Ran {
+    fn into_result(self) -> Result<()> {
+        self.0
+    }
+}

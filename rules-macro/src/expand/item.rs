@@ -1,0 +1,216 @@
+//! The rule item: the struct of the rule's other arguments (a tuple struct, or one with named
+//! fields and a constructor of the same name), its generics, and the span at which rustc reports
+//! the rule trait's own bounds.
+
+use super::tokens::first_span;
+use super::{Access, Generator, bodies, struct_allowances};
+use crate::docs::Docs;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote};
+use syn::{GenericParam, Ident, Lifetime};
+
+impl Generator<'_> {
+    /// The rule struct (and, for named fields, its constructor), and its type as the impl names
+    /// it.
+    pub(super) fn rule_struct(&self, name: &Ident, doc: &str) -> (TokenStream, TokenStream) {
+        let rule = self.rule;
+        let vis = &rule.func.vis;
+        let allow = struct_allowances();
+        let (decl, args) = self.struct_generics();
+        let (decl, self_ty) = if decl.is_empty() {
+            (TokenStream::new(), quote!(#name))
+        } else {
+            (quote!(<#(#decl),*>), quote!(#name <#(#args),*>))
+        };
+        if self.access == Access::Tuple {
+            let fields = self.rest_tys.iter().map(|ty| quote!(#vis #ty));
+            let item = quote! {
+                #[doc = #doc]
+                #allow
+                #vis struct #name #decl (#(#fields),*);
+            };
+            return (item, self_ty);
+        }
+        let p = &self.krate;
+        let names: Vec<(&Ident, &Vec<syn::Attribute>)> = self
+            .rest
+            .iter()
+            .map(|&i| (&rule.params[i].name, &rule.params[i].cfg))
+            .collect();
+        let fields = names
+            .iter()
+            .zip(&self.rest_tys)
+            .map(|((n, cfg), ty)| quote!(#(#cfg)* #n: #ty));
+        let fields: Vec<TokenStream> = fields.collect();
+        let unnamed = &self.unnamed;
+        // The fields' lifetimes too: a field may be configured out.
+        let lifetimes = &self.fresh[..self.rest_fresh];
+        let marker = quote!(
+            __marker: #p::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#unnamed,)*)>
+        );
+        let inits = names.iter().map(|(n, cfg)| quote!(#(#cfg)* #n));
+        let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
+        let ctor_doc = Docs::new(self.primal_path_text(), self.plan).constructor(name);
+        let item = quote! {
+            #[doc = #doc]
+            #allow
+            #vis struct #name #decl { #(#fields,)* #marker }
+            #[doc = #ctor_doc]
+            #allow
+            #[inline]
+            #vis #unsafety fn #name #decl (#(#fields),*) -> #self_ty {
+                #name { #(#inits,)* __marker: #p::core::marker::PhantomData }
+            }
+        };
+        (item, self_ty)
+    }
+
+    /// Where rustc reports a failure of the rule trait's own bounds: at the buffer type they
+    /// check (one the macro does not know, with a lifetime: `bodies` writes no bound for it).
+    pub(super) fn trait_span(&self) -> Option<Span> {
+        let types = [&self.src_ty, &self.dst_ty];
+        let ty = types
+            .into_iter()
+            .flatten()
+            .find(|t| bodies::checked_by_trait(t))?;
+        Some(first_span(ty))
+    }
+
+    /// Whether the primal is `unsafe` on references: its rule object's constructor is `unsafe`
+    /// (the trait's methods are safe; pointer rules' methods are `unsafe` themselves).
+    pub(super) fn slice_unsafe(&self) -> bool {
+        self.rule.is_unsafe() && self.plan.extent().is_none()
+    }
+
+    /// The user's type and const parameters that no field, buffer or value type names: the
+    /// struct carries them in a marker, so that the impl can name them.
+    pub(super) fn unnamed_generics(&self) -> Vec<Ident> {
+        if self.rule.func.sig.generics.params.is_empty() {
+            return Vec::new();
+        }
+        let mut named = TokenStream::new();
+        for ty in self.rest_tys.iter().chain(&self.dst_ty).chain(&self.src_ty) {
+            ty.to_tokens(&mut named);
+        }
+        if let Some(v) = &self.plan.value {
+            v.ty.to_tokens(&mut named);
+        }
+        let used = idents(named);
+        self.rule
+            .func
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                GenericParam::Type(t) => Some(t.ident.clone()),
+                GenericParam::Const(c) => Some(c.ident.clone()),
+                GenericParam::Lifetime(_) => None,
+            })
+            .filter(|i| !used.contains(&i.to_string()))
+            .collect()
+    }
+
+    /// The struct's parameters (declared, and as its type names them): the lifetimes and the
+    /// user's parameters its fields name, and those of [`Self::unnamed_generics`].
+    pub(super) fn struct_generics(&self) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let mut tokens = TokenStream::new();
+        for ty in &self.rest_tys {
+            ty.to_tokens(&mut tokens);
+        }
+        let used = idents(tokens);
+        let unnamed: Vec<String> = self
+            .unnamed_generics()
+            .iter()
+            .map(Ident::to_string)
+            .collect();
+        let mut decl = Vec::new();
+        let mut args = Vec::new();
+        for l in &self.fresh {
+            if used.contains(&format!("'{}", l.ident)) {
+                decl.push(quote!(#l));
+                args.push(quote!(#l));
+            }
+        }
+        for g in &self.rule.func.sig.generics.params {
+            let (name, d) = match g {
+                GenericParam::Lifetime(l) => {
+                    let lt = &l.lifetime;
+                    (format!("'{}", lt.ident), quote!(#lt))
+                }
+                GenericParam::Type(t) => {
+                    let (i, b) = (&t.ident, &t.bounds);
+                    let colon = t.colon_token.map(|_| quote!(:));
+                    (i.to_string(), quote!(#i #colon #b))
+                }
+                GenericParam::Const(c) => {
+                    let (i, ty) = (&c.ident, &c.ty);
+                    (i.to_string(), quote!(const #i: #ty))
+                }
+            };
+            if used.contains(&name) || unnamed.contains(&name) {
+                let arg = match g {
+                    GenericParam::Lifetime(l) => l.lifetime.to_token_stream(),
+                    GenericParam::Type(t) => t.ident.to_token_stream(),
+                    GenericParam::Const(c) => c.ident.to_token_stream(),
+                };
+                decl.push(d);
+                args.push(arg);
+            }
+        }
+        (decl, args)
+    }
+
+    /// The impl's (or the associated function's) parameters: the lifetimes named for elided ones,
+    /// then the user's.
+    pub(super) fn impl_generics(&self) -> TokenStream {
+        let mut generics = self.rule.func.sig.generics.clone();
+        generics.where_clause = None;
+        for l in self.fresh.iter().rev() {
+            let param = syn::LifetimeParam::new(l.clone());
+            generics.params.insert(0, GenericParam::Lifetime(param));
+        }
+        let (impl_generics, _, _) = generics.split_for_impl();
+        impl_generics.to_token_stream()
+    }
+
+    /// Every lifetime the generated item declares (for `Captures` bounds).
+    pub(super) fn lifetimes(&self) -> Vec<Lifetime> {
+        let user = self
+            .rule
+            .func
+            .sig
+            .generics
+            .lifetimes()
+            .map(|l| l.lifetime.clone());
+        self.fresh.iter().cloned().chain(user).collect()
+    }
+}
+
+/// Every identifier and lifetime (`'a`) in `tokens`.
+fn idents(tokens: TokenStream) -> Vec<String> {
+    fn walk(tokens: TokenStream, out: &mut Vec<String>) {
+        let mut quote = false;
+        for tt in tokens {
+            match tt {
+                TokenTree::Punct(p) => quote = p.as_char() == '\'',
+                TokenTree::Ident(i) => {
+                    out.push(if quote {
+                        format!("'{i}")
+                    } else {
+                        i.to_string()
+                    });
+                    quote = false;
+                }
+                TokenTree::Group(g) => {
+                    quote = false;
+                    walk(g.stream(), out);
+                }
+                TokenTree::Literal(_) => quote = false,
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(tokens, &mut out);
+    out
+}
