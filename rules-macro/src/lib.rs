@@ -8,7 +8,7 @@
 //! 2. `check`: one `check_*` function per rule of use, all errors gathered in a `ctxt::Ctxt`,
 //!    the result one `plan::Plan` whatever the kind;
 //! 3. `expand`: one generator driven by the plan, in which only `expand::bodies` depends on the
-//!    kind, with `docs` for the generated functions' documentation; or, on error, `fallback`.
+//!    kind, with `docs` for the generated rule item's documentation; or, on error, `fallback`.
 //!
 //! `types` reads what can be read from a type's tokens; `text` words the messages.
 
@@ -31,9 +31,11 @@ use proc_macro::TokenStream;
 /// Generates derivative rules for a copy primitive or an NCCL collective.
 ///
 /// `#[derivative_rule(copy)]` on a function that copies one source into one destination, with
-/// the roles marked on its parameters, generates next to it `<name>_forward`,
-/// `<name>_augmented_primal` and `<name>_reverse`. See the `rules-runtime` crate for the
-/// semantics and examples.
+/// the roles marked on its parameters, generates next to it one item, `<name>_rule`: a tuple
+/// struct of the function's other arguments (everything but its buffers, in order) implementing
+/// the runtime's rule trait of the kind, whose methods are the rules: `forward(dst, src)`,
+/// `augmented_primal(dst, src)` and `reverse(tape, dst, src)`, the buffers as activities. See the
+/// `rules-runtime` crate (its `prelude`) for the traits, the semantics and examples.
 ///
 /// - Slice-shaped: `#[dst] dst: &mut X`, `#[src] src: &Y` (`[T]`, `Vec<T>`, cudarc buffers, or
 ///   any type implementing `ShadowMemory`).
@@ -42,10 +44,13 @@ use proc_macro::TokenStream;
 ///   `#[derivative_rule(copy, dst = device, src = host)]` (`host`, `pinned`, `device`, `unified`).
 /// - A CUDA stream parameter (`&CudaStream`, `&Arc<CudaStream>`, or marked `#[stream]`) orders the
 ///   shadow work after the copy on that stream.
-/// - Options: `crate = path` (a renamed runtime), `forward = name`, `augmented_primal = name`,
-///   `reverse = name`, and `in_impl` for an associated function of an inherent `impl` block (the
-///   generated rules are associated functions too, and call it as `Self::name`).
-/// - A parameter under `#[cfg(...)]` is configured out of the generated rules with it.
+/// - Options: `crate = path` (a renamed runtime), `rule = name` (the rule item's name), and
+///   `in_impl` for an associated function of an inherent `impl` block (no struct can be declared
+///   there: `Self::name_rule(...)` is an associated function returning the rule object, which
+///   calls the primal as `Self::name`).
+/// - A parameter under `#[cfg(...)]` is configured out of the rule object with it.
+/// - An `unsafe fn` on references gets an `unsafe` constructor (whose contract covers every call
+///   of the rule's methods); a pointer rule's methods are `unsafe` themselves.
 /// - A copy between devices (a peer copy) is a `copy` rule: its reverse accumulates across them.
 ///
 /// Region rules work on a box of their destination and never touch what lies outside it
@@ -78,7 +83,7 @@ use proc_macro::TokenStream;
 ///
 /// Every misuse is a compile error at the token at fault, all of them in one compile (the
 /// catalogue is `ui-tests/compile_fail`). On error the function is still emitted, with stand-ins
-/// for the three generated functions, so the rest of the crate reports nothing more.
+/// for the rule item, so the rest of the crate reports nothing more.
 #[proc_macro_attribute]
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::derivative_rule(attr.into(), item.into()).into()

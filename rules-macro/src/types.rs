@@ -188,7 +188,7 @@ pub fn is_comm_type(ty: &Type) -> bool {
 }
 
 /// Gives every elided lifetime in `ty` (`&T`, `'_`) a name from `fresh`, so the type can be
-/// written in `where` bounds and closure types of the generated functions.
+/// written in `where` bounds and the types of the generated items.
 pub fn name_lifetimes(ty: &mut Type, fresh: &mut Vec<Lifetime>) {
     fn walk(ty: &mut Type, next: &mut dyn FnMut(Span) -> Lifetime) {
         match ty {

@@ -17,8 +17,8 @@
 //!         stream.memcpy_htod(src, dst)
 //!     }
 //!
-//! and `download` the other way (`memcpy_dtoh`). The attribute generates `upload_forward`,
-//! `upload_augmented_primal` and `upload_reverse` beside it; this program calls the last two.
+//! and `download` the other way (`memcpy_dtoh`). The attribute generates the rule object
+//! `upload_rule` beside it; this program calls its `augmented_primal` and `reverse`.
 
 use rules_runtime::CopyRule;
 use rules_runtime::Duplicated;

@@ -1,8 +1,8 @@
 //! Shared rules and helpers for the end-to-end tests and the `round_trip` example.
 //!
 //! The copy primitives here are written as a user writes them: a plain function annotated with
-//! `#[derivative_rule(copy)]`, next to which the macro generates `*_forward`,
-//! `*_augmented_primal` and `*_reverse`. They are generic over the element type so that every
+//! `#[derivative_rule(copy)]`, next to which the macro generates the rule object `*_rule` (its
+//! methods `forward`, `augmented_primal` and `reverse`). They are generic over the element type so that every
 //! suite uses the same definition:
 //! - [`upload`] (host → device) and [`download`] (device → host), on cudarc buffers and the
 //!   copy's own stream: the seed's round trip;

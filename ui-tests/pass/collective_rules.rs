@@ -110,7 +110,7 @@ fn to_peer(
     stream.memcpy_dtod(src, dst)
 }
 
-/// The generated functions take activities.
+/// The generated rule objects' methods take activities.
 fn calls(
     comm: &Comm,
     x: &CudaSlice<f32>,

@@ -1,6 +1,6 @@
 use rules_runtime::{Const, Duplicated, derivative_rule};
 
-// One mistake in the rule: callers of the generated functions see no further errors.
+// One mistake in the rule: callers of the generated rule object see no further errors.
 #[derivative_rule(copy)]
 fn copy_into(#[dst] dst: &[f32], #[src] src: &[f32]) {
     let _ = (dst, src);
