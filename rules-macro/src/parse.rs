@@ -108,16 +108,30 @@ pub struct Func {
     pub body: Group,
 }
 
-impl Parse for Func {
+/// A function's head: its attributes, visibility and signature.
+struct Head(Vec<Attribute>, Visibility, Signature);
+
+impl Parse for Head {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis = input.parse()?;
-        let sig = input.parse()?;
-        let body: Group = input.parse()?;
-        if body.delimiter() != Delimiter::Brace || !input.is_empty() {
-            return Err(input.error("expected a function body"));
-        }
-        Ok(Func {
+        Ok(Head(
+            input.call(Attribute::parse_outer)?,
+            input.parse()?,
+            input.parse()?,
+        ))
+    }
+}
+
+impl Func {
+    /// The function in `item`, if it is one: its last token is the body, kept as it is, and
+    /// syn reads only the tokens before it (it would otherwise walk every token of the body).
+    fn parse(item: &TokenStream) -> Option<Func> {
+        let mut head: Vec<TokenTree> = item.clone().into_iter().collect();
+        let body = match head.pop()? {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => g,
+            _ => return None,
+        };
+        let Head(attrs, vis, sig) = syn::parse2(head.into_iter().collect()).ok()?;
+        Some(Func {
             attrs,
             vis,
             sig,
@@ -149,9 +163,8 @@ pub enum Item {
 /// Parses the annotated item as a function and reads its parameters' roles, stripping the role
 /// attributes. Anything else is reported and handed back to be re-emitted.
 pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
-    let mut func: Func = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(_) => return not_a_function(cx, item),
+    let Some(mut func) = Func::parse(&item) else {
+        return not_a_function(cx, item);
     };
     let mut dropped_roles = Vec::new();
     let mut params = Vec::new();
