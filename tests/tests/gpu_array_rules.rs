@@ -22,18 +22,11 @@
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice, UnifiedSlice};
 use rules_runtime::memory::array::CudaArray;
 use rules_runtime::{Active, Const, Dual, Duplicated};
+use rules_runtime::{FillRule, MemsetRule, RegionRule};
 use rules_tests::arrays::{
-    Linear, array_to_array_augmented_primal, array_to_array_forward, array_to_array_reverse,
-    download_array_augmented_primal, download_array_forward, download_array_reverse,
-    fill_array_augmented_primal, fill_array_forward, fill_array_reverse,
-    fill_array_rows_augmented_primal, fill_array_rows_forward, fill_array_rows_reverse,
-    from_array_augmented_primal, from_array_forward, from_array_reverse,
-    rows_to_array_augmented_primal, rows_to_array_forward, rows_to_array_reverse,
-    to_array_augmented_primal, to_array_forward, to_array_restoring_augmented_primal,
-    to_array_restoring_reverse, to_array_reverse, upload_array_augmented_primal,
-    upload_array_forward, upload_array_reverse, zero_array_augmented_primal, zero_array_forward,
-    zero_array_reverse, zero_array_rows_augmented_primal, zero_array_rows_forward,
-    zero_array_rows_reverse,
+    Linear, array_to_array_rule, download_array_rule, fill_array_rows_rule, fill_array_rule,
+    from_array_rule, rows_to_array_rule, to_array_restoring_rule, to_array_rule, upload_array_rule,
+    zero_array_rows_rule, zero_array_rule,
 };
 use std::sync::Arc;
 
@@ -94,47 +87,30 @@ fn host_round_trip<const N: usize>(s: &Arc<CudaStream>, ext: (usize, usize, usiz
         let mut y = vec![0.0f32; n];
         let mut dys = vec![vec![0.0f32; n]; N];
         let (t_up, t_down) = if whole_copy {
-            let up = upload_array_augmented_primal(
-                s,
-                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-                Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
-            )
-            .unwrap();
-            let down = download_array_augmented_primal(
-                s,
+            let up = upload_array_rule(s)
+                .augmented_primal(
+                    Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                    Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
+                )
+                .unwrap();
+            let down = download_array_rule(s).augmented_primal(
                 Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
                 Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
             );
             (Err(up), Err(down.unwrap()))
         } else {
-            let up = to_array_augmented_primal(
-                s,
-                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
-                Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
-                pitch,
-                rows,
-                w,
-                h,
-                d,
-            )
-            .unwrap();
-            let down = from_array_augmented_primal(
-                s,
-                Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
-                pitch,
-                rows,
-                Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
-                w,
-                h,
-                d,
-            )
-            .unwrap();
+            let up = to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d)
+                .augmented_primal(
+                    Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                    Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
+                )
+                .unwrap();
+            let down = from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d)
+                .augmented_primal(
+                    Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
+                    Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+                )
+                .unwrap();
             (Ok(up), Ok(down))
         };
         s.synchronize().unwrap();
@@ -143,46 +119,26 @@ fn host_round_trip<const N: usize>(s: &Arc<CudaStream>, ext: (usize, usize, usiz
             *dy = y.iter().map(|v| scale(k) * v).collect();
         }
         match t_down {
-            Ok(t) => from_array_reverse(
+            Ok(t) => from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d).reverse(
                 t,
-                s,
                 Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
-                pitch,
-                rows,
                 Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
-                w,
-                h,
-                d,
             ),
-            Err(t) => download_array_reverse(
+            Err(t) => download_array_rule(s).reverse(
                 t,
-                s,
                 Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
                 Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
             ),
         }
         .unwrap();
         match t_up {
-            Ok(t) => to_array_reverse(
+            Ok(t) => to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d).reverse(
                 t,
-                s,
                 Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
                 Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
-                pitch,
-                rows,
-                w,
-                h,
-                d,
             ),
-            Err(t) => upload_array_reverse(
+            Err(t) => upload_array_rule(s).reverse(
                 t,
-                s,
                 Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
                 Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
             ),
@@ -207,47 +163,31 @@ fn host_round_trip<const N: usize>(s: &Arc<CudaStream>, ext: (usize, usize, usiz
         let mut y = vec![0.0f32; n];
         let mut dys = vec![vec![0.0f32; n]; N];
         if whole_copy {
-            upload_array_forward(
-                s,
-                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-                Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
-            )
-            .unwrap();
-            download_array_forward(
-                s,
-                Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
-                Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-            )
-            .unwrap();
+            upload_array_rule(s)
+                .forward(
+                    Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                    Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
+                )
+                .unwrap();
+            download_array_rule(s)
+                .forward(
+                    Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
+                    Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+                )
+                .unwrap();
         } else {
-            to_array_forward(
-                s,
-                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
-                Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
-                pitch,
-                rows,
-                w,
-                h,
-                d,
-            )
-            .unwrap();
-            from_array_forward(
-                s,
-                Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
-                pitch,
-                rows,
-                Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-                0,
-                0,
-                0,
-                w,
-                h,
-                d,
-            )
-            .unwrap();
+            to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d)
+                .forward(
+                    Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                    Duplicated::batch(&x[..], slices::<N>(&mut dxs)),
+                )
+                .unwrap();
+            from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d)
+                .forward(
+                    Duplicated::batch(&mut y[..], slices::<N>(&mut dys)),
+                    Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+                )
+                .unwrap();
         }
         s.synchronize().unwrap();
         assert_eq!(y, x, "forward primal, {what}");
@@ -285,69 +225,37 @@ fn device_round_trip<const N: usize>(s: &Arc<CudaStream>, ext: (usize, usize, us
     let mut dxs: Vec<CudaSlice<f32>> = (0..N).map(|_| dev(&vec![0.0; n])).collect();
     let mut y = dev(&vec![0.0; n]);
     let mut dys: Vec<CudaSlice<f32>> = (0..N).map(|_| dev(&vec![0.0; n])).collect();
-    let t_up = to_array_augmented_primal(
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        pitch,
-        rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    let t_down = from_array_augmented_primal(
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        pitch,
-        rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t_up = to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
+    let t_down = from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
     let yh = host(&y);
     assert_eq!(yh, xh, "the primal round trip, {ext:?}");
     for (k, dy) in dys.iter_mut().enumerate() {
         *dy = dev(&yh.iter().map(|v| scale(k) * v).collect::<Vec<_>>());
     }
-    from_array_reverse(
-        t_down,
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        pitch,
-        rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    to_array_reverse(
-        t_up,
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        pitch,
-        rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d)
+        .reverse(
+            t_down,
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
+    to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d)
+        .reverse(
+            t_up,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
     for k in 0..N {
         let want: Vec<f32> = xh.iter().map(|v| scale(k) * v).collect();
         assert_eq!(
@@ -366,34 +274,18 @@ fn device_round_trip<const N: usize>(s: &Arc<CudaStream>, ext: (usize, usize, us
         .collect();
     let mut y = dev(&vec![0.0; n]);
     let mut dys: Vec<CudaSlice<f32>> = (0..N).map(|_| dev(&vec![0.0; n])).collect();
-    to_array_forward(
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        pitch,
-        rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    from_array_forward(
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        pitch,
-        rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        0,
-        0,
-        0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    to_array_rule(s, 0, 0, 0, pitch, rows, w, h, d)
+        .forward(
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
+    from_array_rule(s, pitch, rows, 0, 0, 0, w, h, d)
+        .forward(
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
     assert_eq!(host(&y), xh, "forward primal");
     for k in 0..N {
         assert_eq!(host(&dys[k]), host(&dxs[k]), "forward tangent (lane {k})");
@@ -507,20 +399,12 @@ fn adjoint_to_array(s: &Arc<CudaStream>, c: Case) {
     let mut arr = array_from(s, c.ext, &old);
     let mut darr = array_from(s, c.ext, &mark);
     let mut vv = v.clone();
-    to_array_forward(
-        s,
-        Duplicated::new(&mut arr, &mut darr),
-        x0,
-        y0,
-        z0,
-        Duplicated::new(&xs[..], &mut vv[..]),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .forward(
+            Duplicated::new(&mut arr, &mut darr),
+            Duplicated::new(&xs[..], &mut vv[..]),
+        )
+        .unwrap();
     let (a, jv) = (arr.to_host(s).unwrap(), darr.to_host(s).unwrap());
     for (i, &inside) in in_a.iter().enumerate() {
         if !inside {
@@ -545,35 +429,19 @@ fn adjoint_to_array(s: &Arc<CudaStream>, c: Case) {
     let mut arr = array_from(s, c.ext, &old);
     let mut darr = array_from(s, c.ext, &wv);
     let mut du = u.clone();
-    let t = to_array_augmented_primal(
-        s,
-        Duplicated::new(&mut arr, &mut darr),
-        x0,
-        y0,
-        z0,
-        Duplicated::new(&xs[..], &mut du[..]),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    to_array_reverse(
-        t,
-        s,
-        Duplicated::new(&mut arr, &mut darr),
-        x0,
-        y0,
-        z0,
-        Duplicated::new(&xs[..], &mut du[..]),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t = to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .augmented_primal(
+            Duplicated::new(&mut arr, &mut darr),
+            Duplicated::new(&xs[..], &mut du[..]),
+        )
+        .unwrap();
+    to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .reverse(
+            t,
+            Duplicated::new(&mut arr, &mut darr),
+            Duplicated::new(&xs[..], &mut du[..]),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     let back = darr.to_host(s).unwrap();
     for (i, &inside) in in_a.iter().enumerate() {
@@ -610,20 +478,12 @@ fn adjoint_from_array(s: &Arc<CudaStream>, c: Case) {
     let mark = vals(ln, 24);
     let mut dsrc = array_from(s, c.ext, &v);
     let (mut y, mut dy) = (dev(&old), dev(&mark));
-    from_array_forward(
-        s,
-        Duplicated::new(&mut y, &mut dy),
-        lp,
-        c.rows,
-        Duplicated::new(&src, &mut dsrc),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .forward(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
     let (yh, jv) = (host(&y), host(&dy));
     for (i, &inside) in in_l.iter().enumerate() {
         if !inside {
@@ -636,35 +496,19 @@ fn adjoint_from_array(s: &Arc<CudaStream>, c: Case) {
     let u = vals(an, 26);
     let mut dsrc = array_from(s, c.ext, &u);
     let (mut y, mut dy) = (dev(&old), dev(&wv));
-    let t = from_array_augmented_primal(
-        s,
-        Duplicated::new(&mut y, &mut dy),
-        lp,
-        c.rows,
-        Duplicated::new(&src, &mut dsrc),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    from_array_reverse(
-        t,
-        s,
-        Duplicated::new(&mut y, &mut dy),
-        lp,
-        c.rows,
-        Duplicated::new(&src, &mut dsrc),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t = from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
+    from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .reverse(
+            t,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
     let (back, dyh) = (dsrc.to_host(s).unwrap(), host(&dy));
     for (i, &inside) in in_a.iter().enumerate() {
         if !inside {
@@ -732,21 +576,12 @@ fn adjoint_array_to_array() {
     let mark = vals(dn, 34);
     let (mut dst, mut ddst) = (array_from(&s, dext, &old), array_from(&s, dext, &mark));
     let mut dsrc = array_from(&s, sext, &v);
-    array_to_array_forward(
-        &s,
-        Duplicated::new(&mut dst, &mut ddst),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::new(&src, &mut dsrc),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    array_to_array_rule(&s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .forward(
+            Duplicated::new(&mut dst, &mut ddst),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
     let (p, jv) = (dst.to_host(&s).unwrap(), ddst.to_host(&s).unwrap());
     let sh = src.to_host(&s).unwrap();
     for i in 0..dn {
@@ -768,37 +603,19 @@ fn adjoint_array_to_array() {
     let u = vals(sn, 36);
     let (mut dst, mut ddst) = (array_from(&s, dext, &old), array_from(&s, dext, &wv));
     let mut dsrc = array_from(&s, sext, &u);
-    let t = array_to_array_augmented_primal(
-        &s,
-        Duplicated::new(&mut dst, &mut ddst),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::new(&src, &mut dsrc),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    array_to_array_reverse(
-        t,
-        &s,
-        Duplicated::new(&mut dst, &mut ddst),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::new(&src, &mut dsrc),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t = array_to_array_rule(&s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .augmented_primal(
+            Duplicated::new(&mut dst, &mut ddst),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
+    array_to_array_rule(&s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .reverse(
+            t,
+            Duplicated::new(&mut dst, &mut ddst),
+            Duplicated::new(&src, &mut dsrc),
+        )
+        .unwrap();
     let (back, dd) = (dsrc.to_host(&s).unwrap(), ddst.to_host(&s).unwrap());
     for i in 0..dn {
         let want = if in_d[i] { 0.0 } else { wv[i] };
@@ -829,21 +646,9 @@ fn adjoint_array_to_array() {
     assert_eq!(lhs, rhs, "⟨J v, w⟩ = ⟨v, Jᵀ w⟩");
     // A `Const` source: the forward zeroes the destination box's tangent, nothing else.
     let (mut dst, mut ddst) = (array_from(&s, dext, &old), array_from(&s, dext, &mark));
-    array_to_array_forward(
-        &s,
-        Duplicated::new(&mut dst, &mut ddst),
-        dat.0,
-        dat.1,
-        dat.2,
-        Const(&src),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    array_to_array_rule(&s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .forward(Duplicated::new(&mut dst, &mut ddst), Const(&src))
+        .unwrap();
     let jv = ddst.to_host(&s).unwrap();
     for i in 0..dn {
         let want = if in_d[i] { 0.0 } else { mark[i] };
@@ -866,29 +671,19 @@ fn copy2d_rows_into_an_array() {
     let old = vals(n, 42);
     let wv = vals(n, 43);
     let (mut arr, mut darr) = (array_from(&s, ext, &old), array_from(&s, ext, &wv));
-    let t = rows_to_array_augmented_primal(
-        &s,
-        Duplicated::new(&mut arr, &mut darr),
-        at.0,
-        at.1,
-        Duplicated::new(&x, &mut dx),
-        pitch * 4,
-        w,
-        h,
-    )
-    .unwrap();
-    rows_to_array_reverse(
-        t,
-        &s,
-        Duplicated::new(&mut arr, &mut darr),
-        at.0,
-        at.1,
-        Duplicated::new(&x, &mut dx),
-        pitch * 4,
-        w,
-        h,
-    )
-    .unwrap();
+    let t = rows_to_array_rule(&s, at.0, at.1, pitch * 4, w, h)
+        .augmented_primal(
+            Duplicated::new(&mut arr, &mut darr),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
+    rows_to_array_rule(&s, at.0, at.1, pitch * 4, w, h)
+        .reverse(
+            t,
+            Duplicated::new(&mut arr, &mut darr),
+            Duplicated::new(&x, &mut dx),
+        )
+        .unwrap();
     let (p, back, dxh) = (
         arr.to_host(&s).unwrap(),
         darr.to_host(&s).unwrap(),
@@ -916,15 +711,9 @@ fn copy2d_rows_into_an_array() {
     }
     // A box past the array's edge: refused before the primal runs.
     let before = arr.to_host(&s).unwrap();
-    let e = rows_to_array_forward(
-        &s,
+    let e = rows_to_array_rule(&s, ext.0 - 2, at.1, pitch * 4, w, h).forward(
         Duplicated::new(&mut arr, &mut darr),
-        ext.0 - 2,
-        at.1,
         Duplicated::new(&x, &mut dx),
-        pitch * 4,
-        w,
-        h,
     );
     assert!(
         matches!(e, Err(rules_runtime::Error::BadRegion { .. })),
@@ -1066,34 +855,18 @@ fn box_round_trip<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
     let mut dxs: Vec<L> = (0..N).map(|_| L::make(s, &dx0)).collect();
     let mut y = L::make(s, &vec![PAD_Y; ln]);
     let mut dys: Vec<L> = (0..N).map(|_| L::make(s, &vec![PAD_DY; ln])).collect();
-    let t_up = to_array_augmented_primal(
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    let t_down = from_array_augmented_primal(
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        lp,
-        c.rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t_up = to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
+    let t_down = from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
     let yh = y.read(s);
     assert_eq!(
         yh, xh,
@@ -1107,36 +880,20 @@ fn box_round_trip<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
     for (k, dy) in dys.iter_mut().enumerate() {
         *dy = L::make(s, &masked(&in_l, |i| scale(k) * yh[i], |_| PAD_DY));
     }
-    from_array_reverse(
-        t_down,
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        lp,
-        c.rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    to_array_reverse(
-        t_up,
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .reverse(
+            t_down,
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
+    to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .reverse(
+            t_up,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
     s.synchronize().unwrap();
     for k in 0..N {
         let want = masked(&in_l, |i| scale(k) * xh[i], |_| PAD_X);
@@ -1173,34 +930,18 @@ fn box_round_trip<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
     let mut dxs: Vec<L> = tangents.iter().map(|t| L::make(s, t)).collect();
     let mut y = L::make(s, &vec![PAD_Y; ln]);
     let mut dys: Vec<L> = (0..N).map(|_| L::make(s, &vec![PAD_DY; ln])).collect();
-    to_array_forward(
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    from_array_forward(
-        s,
-        Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
-        lp,
-        c.rows,
-        Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    to_array_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .forward(
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
+    from_array_rule(s, lp, c.rows, x0, y0, z0, w, h, d)
+        .forward(
+            Duplicated::batch(&mut y, lanes::<_, N>(&mut dys)),
+            Duplicated::batch(&arr, lanes::<_, N>(&mut das)),
+        )
+        .unwrap();
     assert_eq!(y.read(s), xh, "forward primal, {what}");
     assert_eq!(
         bits(&arr.to_host(s).unwrap()),
@@ -1289,41 +1030,25 @@ fn restore_of_a_box<L: Kind, const N: usize>(s: &Arc<CudaStream>, c: Case) {
     let mut das: Vec<_> = marks.iter().map(|m| array_from(s, c.ext, m)).collect();
     let dx0 = masked(&in_l, |_| 0.0, |_| PAD_X);
     let mut dxs: Vec<L> = (0..N).map(|_| L::make(s, &dx0)).collect();
-    let t = to_array_restoring_augmented_primal(
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t = to_array_restoring_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
     assert!(t.restores(), "the tape keeps the old box, {what}");
     let mid = arr.to_host(s).unwrap();
     for (ai, li) in c.pairs() {
         assert_eq!(mid[ai], xh[li], "the primal box written, {what}");
     }
     assert_ne!(bits(&mid), bits(&old), "the copy changed the array, {what}");
-    to_array_restoring_reverse(
-        t,
-        s,
-        Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-        x0,
-        y0,
-        z0,
-        Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
-        lp,
-        c.rows,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    to_array_restoring_rule(s, x0, y0, z0, lp, c.rows, w, h, d)
+        .reverse(
+            t,
+            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+            Duplicated::batch(&x, lanes::<_, N>(&mut dxs)),
+        )
+        .unwrap();
     assert_eq!(
         bits(&arr.to_host(s).unwrap()),
         bits(&old),
@@ -1403,15 +1128,9 @@ fn memset_rows<const N: usize>(s: &Arc<CudaStream>) {
         // Forward: the primal box and each tangent's box ← +0.0.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        zero_array_rows_forward(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        zero_array_rows_rule(s, at.0, at.1, w, h)
+            .forward(Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)))
+            .unwrap();
         assert_eq!(
             bits(&arr.to_host(s).unwrap()),
             bits(&want_arr),
@@ -1428,30 +1147,17 @@ fn memset_rows<const N: usize>(s: &Arc<CudaStream>) {
         // Reverse: each shadow's box ← +0.0.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        let t = zero_array_rows_augmented_primal(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        let t = zero_array_rows_rule(s, at.0, at.1, w, h)
+            .augmented_primal(Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)))
+            .unwrap();
         assert_eq!(
             bits(&arr.to_host(s).unwrap()),
             bits(&want_arr),
             "primal, {what}"
         );
-        zero_array_rows_reverse(
-            t,
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        zero_array_rows_rule(s, at.0, at.1, w, h)
+            .reverse(t, Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)))
+            .unwrap();
         for k in 0..N {
             let want = masked(&inside, |_| 0.0, |i| ms[k][i]);
             assert_eq!(
@@ -1463,14 +1169,8 @@ fn memset_rows<const N: usize>(s: &Arc<CudaStream>) {
         // Rows past the array's last column: refused before anything is written.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        let e = zero_array_rows_forward(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            ext.0 - 2,
-            at.1,
-            3,
-            h,
-        );
+        let e = zero_array_rows_rule(s, ext.0 - 2, at.1, 3, h)
+            .forward(Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)));
         assert!(
             matches!(e, Err(rules_runtime::Error::BadRegion { .. })),
             "{e:?}, {what}"
@@ -1506,7 +1206,9 @@ fn memset_of_an_array() {
     let mut das: Vec<_> = (0..3)
         .map(|k| array_from(&s, ext, &marks(n, 92 + k)))
         .collect();
-    zero_array_forward(&s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das))).unwrap();
+    zero_array_rule(&s)
+        .forward(Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)))
+        .unwrap();
     assert!(all_zero(&s, &arr), "whole primal +0.0");
     for (k, da) in das.iter().enumerate() {
         assert!(all_zero(&s, da), "whole tangent +0.0 (lane {k})");
@@ -1515,9 +1217,12 @@ fn memset_of_an_array() {
     let mut das: Vec<_> = (0..3)
         .map(|k| array_from(&s, ext, &marks(n, 95 + k)))
         .collect();
-    let t = zero_array_augmented_primal(&s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)))
+    let t = zero_array_rule(&s)
+        .augmented_primal(Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)))
         .unwrap();
-    zero_array_reverse(t, &s, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das))).unwrap();
+    zero_array_rule(&s)
+        .reverse(t, Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)))
+        .unwrap();
     assert!(all_zero(&s, &arr), "whole primal +0.0");
     for (k, da) in das.iter().enumerate() {
         assert!(
@@ -1540,16 +1245,12 @@ fn fill_rows<const N: usize>(s: &Arc<CudaStream>) {
         // Forward, a `Dual` value: the tangent's box ← d_v.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        fill_array_rows_forward(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            Dual::batch(v, dv),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        fill_array_rows_rule(s, at.0, at.1, w, h)
+            .forward(
+                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                Dual::batch(v, dv),
+            )
+            .unwrap();
         assert_eq!(
             bits(&arr.to_host(s).unwrap()),
             bits(&want_arr),
@@ -1566,16 +1267,12 @@ fn fill_rows<const N: usize>(s: &Arc<CudaStream>) {
         // Forward, a `Const` value: the tangent's box ← +0.0.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        fill_array_rows_forward(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            Const(v),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        fill_array_rows_rule(s, at.0, at.1, w, h)
+            .forward(
+                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                Const(v),
+            )
+            .unwrap();
         assert_eq!(
             bits(&arr.to_host(s).unwrap()),
             bits(&want_arr),
@@ -1593,32 +1290,24 @@ fn fill_rows<const N: usize>(s: &Arc<CudaStream>) {
         // shadow's box ← +0.0.
         let mut arr = array_from(s, ext, &old);
         let mut das: Vec<_> = ms.iter().map(|m| array_from(s, ext, m)).collect();
-        let t = fill_array_rows_augmented_primal(
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            Active(v),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        let t = fill_array_rows_rule(s, at.0, at.1, w, h)
+            .augmented_primal(
+                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                Active(v),
+            )
+            .unwrap();
         assert_eq!(
             bits(&arr.to_host(s).unwrap()),
             bits(&want_arr),
             "primal, {what}"
         );
-        let got = fill_array_rows_reverse(
-            t,
-            s,
-            Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
-            Active(v),
-            at.0,
-            at.1,
-            w,
-            h,
-        )
-        .unwrap();
+        let got = fill_array_rows_rule(s, at.0, at.1, w, h)
+            .reverse(
+                t,
+                Duplicated::batch(&mut arr, lanes::<_, N>(&mut das)),
+                Active(v),
+            )
+            .unwrap();
         for k in 0..N {
             let sum: f64 = (0..n)
                 .filter(|&i| inside[i])
@@ -1653,12 +1342,12 @@ fn fill_of_an_array() {
     let ms: Vec<Vec<f32>> = (0..3).map(|k| marks(n, 111 + k)).collect();
     let mut arr = array_from(&s, ext, &vals(n, 110));
     let mut das: Vec<_> = ms.iter().map(|m| array_from(&s, ext, m)).collect();
-    fill_array_forward(
-        &s,
-        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
-        Dual::batch(-0.75, [0.25, -1.5, 2.0]),
-    )
-    .unwrap();
+    fill_array_rule(&s)
+        .forward(
+            Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+            Dual::batch(-0.75, [0.25, -1.5, 2.0]),
+        )
+        .unwrap();
     assert!(arr.to_host(&s).unwrap().iter().all(|&x| x == -0.75));
     for (k, t) in [0.25f32, -1.5, 2.0].into_iter().enumerate() {
         assert!(
@@ -1667,19 +1356,19 @@ fn fill_of_an_array() {
         );
     }
     let mut das: Vec<_> = ms.iter().map(|m| array_from(&s, ext, m)).collect();
-    let t = fill_array_augmented_primal(
-        &s,
-        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
-        Active(-0.75),
-    )
-    .unwrap();
-    let got = fill_array_reverse(
-        t,
-        &s,
-        Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
-        Active(-0.75),
-    )
-    .unwrap();
+    let t = fill_array_rule(&s)
+        .augmented_primal(
+            Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+            Active(-0.75),
+        )
+        .unwrap();
+    let got = fill_array_rule(&s)
+        .reverse(
+            t,
+            Duplicated::batch(&mut arr, lanes::<_, 3>(&mut das)),
+            Active(-0.75),
+        )
+        .unwrap();
     for k in 0..3 {
         let sum: f64 = ms[k].iter().map(|&x| f64::from(x)).sum();
         assert_eq!(f64::from(got[k]), sum, "d_v = Σ d_array (lane {k})");
@@ -1723,21 +1412,12 @@ fn array_to_array_lanes(
     let mut dst = array_from(s, dext, &old);
     let mut ddst: Vec<_> = dvs.iter().map(|m| array_from(s, dext, m)).collect();
     let mut dsrc: Vec<_> = svs.iter().map(|m| array_from(s, sext, m)).collect();
-    array_to_array_forward(
-        s,
-        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    array_to_array_rule(s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .forward(
+            Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+            Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        )
+        .unwrap();
     assert_eq!(
         bits(&dst.to_host(s).unwrap()),
         bits(&want_dst),
@@ -1763,37 +1443,19 @@ fn array_to_array_lanes(
     let mut dst = array_from(s, dext, &old);
     let mut ddst: Vec<_> = dvs.iter().map(|m| array_from(s, dext, m)).collect();
     let mut dsrc: Vec<_> = svs.iter().map(|m| array_from(s, sext, m)).collect();
-    let t = array_to_array_augmented_primal(
-        s,
-        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
-    array_to_array_reverse(
-        t,
-        s,
-        Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
-        dat.0,
-        dat.1,
-        dat.2,
-        Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
-        sat.0,
-        sat.1,
-        sat.2,
-        w,
-        h,
-        d,
-    )
-    .unwrap();
+    let t = array_to_array_rule(s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .augmented_primal(
+            Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+            Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        )
+        .unwrap();
+    array_to_array_rule(s, dat.0, dat.1, dat.2, sat.0, sat.1, sat.2, w, h, d)
+        .reverse(
+            t,
+            Duplicated::batch(&mut dst, lanes::<_, N>(&mut ddst)),
+            Duplicated::batch(&src, lanes::<_, N>(&mut dsrc)),
+        )
+        .unwrap();
     assert_eq!(
         bits(&dst.to_host(s).unwrap()),
         bits(&want_dst),

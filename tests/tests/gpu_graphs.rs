@@ -3,9 +3,9 @@
 //! refused with `Error::Capturing` while the capture stays intact. `#[ignore]`d: without a GPU
 //! they are reported skipped, never passed.
 
-use rules_runtime::CopyRule;
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
 use rules_runtime::memory::raw::RawShadow;
+use rules_runtime::{CopyRule, RawCopyRule};
 use rules_runtime::{Duplicated, Error, MemoryKind, On, accumulate, derivative_rule, zero};
 use std::sync::Arc;
 
@@ -252,13 +252,12 @@ fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
         };
         // SAFETY: all four pointers hold `n` f32 of device memory, used on `s` only.
         unsafe {
-            let tape = copy_raw_augmented_primal(
-                &s,
-                Duplicated::new(py, pdy),
-                Duplicated::new(px as *const f32, pdx),
-                n,
-            )
-            .unwrap();
+            let tape = copy_raw_rule(&s, n)
+                .augmented_primal(
+                    Duplicated::new(py, pdy),
+                    Duplicated::new(px as *const f32, pdx),
+                )
+                .unwrap();
             step("the raw augmented primal");
             // Seed: dy ← y + y (dy is zero after the previous reverse).
             let mut rdy = raw(pdy, n);
@@ -269,14 +268,13 @@ fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
             step("the seed");
             let mut rdx = raw(pdx, n);
             zero(on, &mut rdx).unwrap();
-            copy_raw_reverse(
-                tape,
-                &s,
-                Duplicated::new(py, pdy),
-                Duplicated::new(px as *const f32, pdx),
-                n,
-            )
-            .unwrap();
+            copy_raw_rule(&s, n)
+                .reverse(
+                    tape,
+                    Duplicated::new(py, pdy),
+                    Duplicated::new(px as *const f32, pdx),
+                )
+                .unwrap();
             step("the raw reverse");
             // Unified memory: u_src ← dx, then u_acc ← 0; u_acc += u_src; u_src ← 0.
             zero(on, &mut *u_acc).unwrap();

@@ -4,6 +4,7 @@
 //! through the generated rules. `#[ignore]`d: without a GPU they are reported skipped, never
 //! passed.
 
+use rules_runtime::CopyRule;
 use rules_runtime::cudarc::driver::{CudaStream, DeviceRepr, PinnedHostSlice};
 use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_zero};
 use rules_tests::{add, ramp};
@@ -108,36 +109,36 @@ fn seed_round_trip_through_pageable_memory_at_pipeline_sizes() {
     let mut dd = s.alloc_zeros::<f32>(n).unwrap();
     let mut y = vec![0.0f32; n];
     let mut dy = vec![0.0f32; n];
-    let t_up = rules_tests::upload_augmented_primal(
-        &s,
-        Duplicated::new(&mut d, &mut dd),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
-    let t_down = rules_tests::download_augmented_primal(
-        &s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&d, &mut dd),
-    )
-    .unwrap();
+    let t_up = rules_tests::upload_rule(&s)
+        .augmented_primal(
+            Duplicated::new(&mut d, &mut dd),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
+    let t_down = rules_tests::download_rule(&s)
+        .augmented_primal(
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&d, &mut dd),
+        )
+        .unwrap();
     assert_eq!(y, x);
     for (g, v) in dy.iter_mut().zip(&y) {
         *g = 2.0 * v;
     }
-    rules_tests::download_reverse(
-        t_down,
-        &s,
-        Duplicated::new(&mut y[..], &mut dy[..]),
-        Duplicated::new(&d, &mut dd),
-    )
-    .unwrap();
-    rules_tests::upload_reverse(
-        t_up,
-        &s,
-        Duplicated::new(&mut d, &mut dd),
-        Duplicated::new(&x[..], &mut dx[..]),
-    )
-    .unwrap();
+    rules_tests::download_rule(&s)
+        .reverse(
+            t_down,
+            Duplicated::new(&mut y[..], &mut dy[..]),
+            Duplicated::new(&d, &mut dd),
+        )
+        .unwrap();
+    rules_tests::upload_rule(&s)
+        .reverse(
+            t_up,
+            Duplicated::new(&mut d, &mut dd),
+            Duplicated::new(&x[..], &mut dx[..]),
+        )
+        .unwrap();
     let want: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
     assert!(dx == want, "dx == 2x");
     assert!(zeroed(&dy), "dy is +0.0 after the reverse");
