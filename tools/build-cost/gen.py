@@ -13,7 +13,8 @@ OUT_DIR/expanded (only a header, for run.sh's expansion step). Forms are the one
 cycled i % 4:
 
   0  host slice rules: [T], Vec<T>, [T; 4], Vec <- slice, fallible, pass-through arguments
-  1  cudarc buffers with a stream parameter (found by type, or marked #[stream])
+  1  cudarc buffers with a stream parameter (found by type, or marked #[stream]); the view-to-view
+     copy takes a CudaViewMut source (a read-only CudaView source is refused where the rule is defined)
   2  unsafe raw device pointers, dst = device, src = device, #[dst_offset]/#[src_offset]/#[len]
   3  raw pointers in host-accessible kinds (host, pinned, unified), unsafe and safe primals
 

@@ -6,6 +6,8 @@
 #   FAMILIES=2 MODES="check debug" tools/build-cost/run.sh     # only one family of rules (gen.py)
 #   MACRO_OPT=3 MODES="check debug" tools/build-cost/run.sh    # proc macros built with opt-level 3
 #   ABLATE=1 MODES=check tools/build-cost/run.sh                # + edited copies of the expansion
+#                                   (ablations of the earlier API, three generic functions a rule:
+#                                   they assert its shape and do not apply to the rule objects)
 #   ABLATE=1 ABLATIONS="x-bounds x-min" MODES=check tools/build-cost/run.sh   # only some of them
 #
 # What it does:
