@@ -293,7 +293,7 @@ impl<'a> Generator<'a> {
             #allow
             const _: () = {
                 use #krate as #p;
-                impl #generics #trait_ref for #self_ty #where_clause {
+                #unsafety impl #generics #trait_ref for #self_ty #where_clause {
                     #plan
                     #[inline]
                     #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {

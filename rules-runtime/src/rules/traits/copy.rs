@@ -69,13 +69,17 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
 /// [`CopyRule`], with `unsafe` methods.
 ///
 /// # Safety
-/// Every method: the contract of the primitive, for the primal pointers and again for each
+/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
+/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
+/// implementations do.
+///
+/// Calling every method: the contract of the primitive, for the primal pointers and again for each
 /// lane's shadow pointers; every shadow pointer valid and aligned for `offset + n` elements of
 /// its side's declared memory kind (shadows are read and written); no shadow aliasing a primal
 /// or another lane's shadow (a lane's `dst` and `src` shadows may be the same range, never a
 /// partial overlap); every pointer valid, and the memory untouched by anything else, until the
 /// work the call enqueues on the copy's stream has completed.
-pub trait RawCopyRule<'s, T: Differentiable> {
+pub unsafe trait RawCopyRule<'s, T: Differentiable> {
     /// The stream, memory kinds, offsets and length of the call.
     #[doc(hidden)]
     fn __plan(&self) -> (On<'s>, PtrCopy);
@@ -191,7 +195,12 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
 
 /// The rules of a two-buffer region rule through raw pointers; as [`RegionRule`], with `unsafe`
 /// methods whose contract is [`RawCopyRule`]'s, each pointer valid for its box.
-pub trait RawRegionRule<'s, T: Differentiable> {
+///
+/// # Safety
+/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
+/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
+/// implementations do. Calling: see each method.
+pub unsafe trait RawRegionRule<'s, T: Differentiable> {
     /// The stream, memory kinds and boxes, and whether the reverse restores the destination.
     #[doc(hidden)]
     fn __plan(&self) -> (On<'s>, RawRegion, bool);

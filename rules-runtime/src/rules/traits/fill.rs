@@ -51,7 +51,12 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
 
 /// The rules of a `memset` through a raw pointer; as [`MemsetRule`], with `unsafe` methods whose
 /// contract is [`RawCopyRule`](crate::RawCopyRule)'s, the pointer valid for its box.
-pub trait RawMemsetRule<'s, T: Differentiable> {
+///
+/// # Safety
+/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
+/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
+/// implementations do. Calling: see each method.
+pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
     /// The stream, memory kind and box, and whether the reverse restores the destination.
     #[doc(hidden)]
     fn __plan(&self) -> (On<'s>, RawRegion, bool);
@@ -140,7 +145,12 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
 
 /// The rules of a `fill` by value through a raw pointer; as [`FillRule`], with `unsafe` methods
 /// whose contract is [`RawCopyRule`](crate::RawCopyRule)'s, the pointer valid for its box.
-pub trait RawFillRule<'s, T: Differentiable> {
+///
+/// # Safety
+/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
+/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
+/// implementations do. Calling: see each method.
+pub unsafe trait RawFillRule<'s, T: Differentiable> {
     /// The stream, memory kind and box, and whether the reverse restores the destination.
     #[doc(hidden)]
     fn __plan(&self) -> (On<'s>, RawRegion, bool);

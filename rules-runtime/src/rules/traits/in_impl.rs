@@ -28,7 +28,9 @@ impl<P, F> InImpl<P, F> {
     /// # Safety
     /// When `F` calls an `unsafe` primitive on references (not raw pointers), the caller promises
     /// that every call of the rule's (safe) methods meets the primitive's contract; the generated
-    /// `name_rule` is `unsafe` then, with that contract.
+    /// `name_rule` is `unsafe` then, with that contract. For the raw-pointer rules, `plan`
+    /// describes the call truthfully (the raw traits' implementing contract): the macro builds it
+    /// from the call's own arguments.
     #[doc(hidden)]
     pub unsafe fn new(plan: P, primal: F) -> Self {
         InImpl { plan, primal }
@@ -55,7 +57,9 @@ where
     }
 }
 
-impl<'s, T, F, R> RawCopyRule<'s, T> for InImpl<(On<'s>, PtrCopy), F>
+// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
+// the rule's own primitive.
+unsafe impl<'s, T, F, R> RawCopyRule<'s, T> for InImpl<(On<'s>, PtrCopy), F>
 where
     T: Differentiable,
     F: FnMut(*mut T, *const T) -> R,
@@ -84,7 +88,9 @@ where
     }
 }
 
-impl<'s, T, F, R> RawRegionRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
+// the rule's own primitive.
+unsafe impl<'s, T, F, R> RawRegionRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
 where
     T: Differentiable,
     F: FnMut(*mut T, *const T) -> R,
@@ -112,7 +118,9 @@ where
     }
 }
 
-impl<'s, T, F, R> RawMemsetRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
+// the rule's own primitive.
+unsafe impl<'s, T, F, R> RawMemsetRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
 where
     T: Differentiable,
     F: FnMut(*mut T) -> R,
@@ -140,7 +148,9 @@ where
     }
 }
 
-impl<'s, T, F, R> RawFillRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
+// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
+// the rule's own primitive.
+unsafe impl<'s, T, F, R> RawFillRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
 where
     T: Differentiable,
     F: FnMut(*mut T, T) -> R,
