@@ -1,0 +1,175 @@
+//! One side of a region rule's call (`dst` or `src`): its primal and its lanes' shadows, seen
+//! alike whether the rule takes slices ([`Dst`], [`Src`]) or raw pointers ([`Raw`], built from a
+//! [`RawRegion`]), so that [`check_call`](super::check_call) and the bodies are written once.
+
+use super::Boxes;
+use crate::activity::{DstArg, DstPtr, SrcArg, SrcPtr};
+use crate::element::Differentiable;
+use crate::error::Result;
+use crate::memory::raw::RawShadow;
+use crate::memory::{MemoryKind, ShadowMemory};
+use crate::region::Pitched;
+use core::marker::PhantomData;
+
+/// The memory kinds and boxes of a raw-pointer region rule: each pointer is the base its box's
+/// offset counts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawRegion {
+    /// Declared kind of `dst` (and of its shadows).
+    pub dst_kind: MemoryKind,
+    /// Declared kind of `src` (and of its shadows); unused without a source.
+    pub src_kind: MemoryKind,
+    /// The destination's box.
+    pub dst: Pitched,
+    /// The source's box, for copies.
+    pub src: Option<Pitched>,
+}
+
+impl RawRegion {
+    pub(crate) fn boxes(&self) -> Boxes {
+        Boxes {
+            dst: Some(self.dst),
+            src: self.src,
+            ..Boxes::WHOLE
+        }
+    }
+
+    /// The destination's lanes as views just long enough for its box.
+    ///
+    /// # Safety
+    /// Every pointer valid for its box in memory of the declared kind.
+    pub(crate) unsafe fn dst_lanes<T: Differentiable, D: DstPtr<T>>(
+        &self,
+        dst: &D,
+    ) -> Result<Raw<T>> {
+        unsafe {
+            Raw::new(
+                self.dst_kind,
+                self.dst,
+                dst.primal(),
+                |k| dst.lane(k),
+                "dst",
+            )
+        }
+    }
+
+    /// The source's lanes, as [`Self::dst_lanes`].
+    ///
+    /// # Safety
+    /// As [`Self::dst_lanes`].
+    pub(crate) unsafe fn src_lanes<T: Differentiable, S: SrcPtr<T>>(
+        &self,
+        src: &S,
+    ) -> Result<Raw<T>> {
+        let r = self.src.unwrap_or(Pitched::linear::<T>(0, 0));
+        let p = src.primal() as *mut T;
+        unsafe { Raw::new(self.src_kind, r, p, |k| src.lane(k), "src") }
+    }
+}
+
+/// One side of a call (`dst` or `src`): its primal and its lanes' shadows.
+pub(crate) trait Side {
+    /// The buffer type of the primal and of every shadow.
+    type Buf: ShadowMemory + ?Sized;
+    /// Lanes (0 for `Const`).
+    fn width(&self) -> usize;
+    fn primal(&self) -> &Self::Buf;
+    fn lane(&self, k: usize) -> Option<&Self::Buf>;
+    fn lane_mut(&mut self, k: usize) -> Option<&mut Self::Buf>;
+}
+
+/// A slice rule's destination as a [`Side`].
+pub(crate) struct Dst<X: ?Sized, D>(pub(crate) D, PhantomData<fn(&X)>);
+impl<X: ShadowMemory + ?Sized, D: DstArg<X>> Dst<X, D> {
+    pub(crate) fn new(d: D) -> Self {
+        Dst(d, PhantomData)
+    }
+    pub(crate) fn primal_mut(&mut self) -> &mut X {
+        self.0.primal_mut()
+    }
+}
+impl<X: ShadowMemory + ?Sized, D: DstArg<X>> Side for Dst<X, D> {
+    type Buf = X;
+    fn width(&self) -> usize {
+        D::WIDTH
+    }
+    fn primal(&self) -> &X {
+        self.0.primal()
+    }
+    fn lane(&self, k: usize) -> Option<&X> {
+        self.0.lane(k)
+    }
+    fn lane_mut(&mut self, k: usize) -> Option<&mut X> {
+        self.0.lane_mut(k)
+    }
+}
+
+/// A slice rule's source as a [`Side`].
+pub(crate) struct Src<Y: ?Sized, S>(pub(crate) S, PhantomData<fn(&Y)>);
+impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Src<Y, S> {
+    pub(crate) fn new(s: S) -> Self {
+        Src(s, PhantomData)
+    }
+}
+impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Side for Src<Y, S> {
+    type Buf = Y;
+    fn width(&self) -> usize {
+        S::WIDTH
+    }
+    fn primal(&self) -> &Y {
+        self.0.primal()
+    }
+    fn lane(&self, k: usize) -> Option<&Y> {
+        self.0.lane(k)
+    }
+    fn lane_mut(&mut self, k: usize) -> Option<&mut Y> {
+        self.0.lane_mut(k)
+    }
+}
+
+/// A pointer rule's side: views from each pointer's base to the end of its box.
+pub(crate) struct Raw<T> {
+    pub(crate) primal: RawShadow<T>,
+    lanes: Vec<RawShadow<T>>,
+}
+
+impl<T: Differentiable> Raw<T> {
+    /// # Safety
+    /// Every pointer valid for the box `r` in memory of kind `kind`.
+    unsafe fn new(
+        kind: MemoryKind,
+        r: Pitched,
+        primal: *mut T,
+        lane: impl Fn(usize) -> Option<*mut T>,
+        side: &'static str,
+    ) -> Result<Self> {
+        let len = r.check::<T>(side, usize::MAX)?.end;
+        let (pw, sw) = match side {
+            "dst" => ("the primal `dst`", "a shadow of `dst`"),
+            _ => ("the primal `src`", "a shadow of `src`"),
+        };
+        // SAFETY: by the caller's contract, each pointer is valid for the box, which ends at `len`.
+        let primal = unsafe { RawShadow::new(kind, primal, 0, len, pw)? };
+        let mut lanes = Vec::new();
+        while let Some(p) = lane(lanes.len()) {
+            lanes.push(unsafe { RawShadow::new(kind, p, 0, len, sw)? });
+        }
+        Ok(Raw { primal, lanes })
+    }
+}
+
+impl<T: Differentiable> Side for Raw<T> {
+    type Buf = RawShadow<T>;
+    fn width(&self) -> usize {
+        self.lanes.len()
+    }
+    fn primal(&self) -> &RawShadow<T> {
+        &self.primal
+    }
+    fn lane(&self, k: usize) -> Option<&RawShadow<T>> {
+        self.lanes.get(k)
+    }
+    fn lane_mut(&mut self, k: usize) -> Option<&mut RawShadow<T>> {
+        self.lanes.get_mut(k)
+    }
+}
