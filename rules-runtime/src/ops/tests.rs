@@ -1,6 +1,7 @@
 //! Unit tests of the whole-buffer operations on host memory.
 
 use super::*;
+use crate::error::Error;
 use crate::memory::raw::RawShadow;
 
 #[test]
