@@ -139,11 +139,17 @@ pub(super) unsafe fn stage_out<T: Differentiable>(
     Ok(())
 }
 
+/// Bytes at the end of a [`take_pinned`] that the device zeroes itself (the fused kernel, writing
+/// zeros over the link's other direction): the host's zeroing of the chunk before them overlaps
+/// that kernel, so the call does not end with the host zeroing a whole chunk alone.
+const TAIL_BYTES: usize = 4 << 20;
+
 /// `acc += src; src ← 0` for a large page-locked `src`: the accumulate kernel reads `src` in place
 /// over the link, chunk by chunk, and the host's threads zero each chunk once the kernel that read
-/// it has completed, instead of a second pass over the link writing zeros. Returns once `src` is
-/// zero. If a launch fails, the chunks already enqueued are still finished (added and zeroed):
-/// every chunk is either moved whole or left as it was.
+/// it has completed, instead of a second pass over the link writing zeros; the last
+/// [`TAIL_BYTES`] go through the fused kernel. Returns once `src` is zero. If a launch fails, the
+/// chunks already launched are still finished (added and zeroed) and nothing is running on `src`
+/// when this returns: every chunk is either moved whole or left as it was.
 ///
 /// # Safety
 /// `acc` holds `src.len()` elements of device-reachable memory ordered on `s`, disjoint from
@@ -155,47 +161,66 @@ pub(super) unsafe fn take_pinned<T: Differentiable>(
     src_dev: u64,
     src: &mut [T],
 ) -> Result<()> {
-    /// Chunks in flight on the device while the host zeroes the oldest.
+    /// Chunks in flight on the device while the host zeroes the oldest (two to sixteen measured
+    /// the same: docs/performance.md).
     const AHEAD: usize = 4;
     let per = CHUNK_BYTES / size_of::<T>();
     let n = src.len();
-    let chunks = n.div_ceil(per);
+    let tail = n.min(TAIL_BYTES / size_of::<T>());
+    let head_len = n - tail;
+    let chunks = head_len.div_ceil(per);
+    // Units 0..chunks are the host-zeroed chunks, unit `chunks` the device-zeroed tail.
+    let units = chunks + 1;
     let read: [CudaEvent; AHEAD] = events(s)?;
-    let enqueue = |c: usize| -> Result<()> {
-        let len = per.min(n - c * per);
-        let off = (c * CHUNK_BYTES) as u64;
-        // SAFETY: both hold the chunk's `len` elements by the caller's contract.
-        unsafe { kernels::accumulate(s, T::DTYPE, acc + off, src_dev + off, len, false)? };
-        read[c % AHEAD]
+    // Launches unit `u` and records its event; `launched` counts the kernels launched, so that a
+    // failed record is known to have left a kernel running.
+    let enqueue = |u: usize, launched: &mut usize| -> Result<()> {
+        let (first, len, fused) = if u < chunks {
+            (u * per, per.min(head_len - u * per), false)
+        } else {
+            (n - tail, tail, true)
+        };
+        let off = (first * size_of::<T>()) as u64;
+        // SAFETY: both hold the unit's `len` elements by the caller's contract.
+        unsafe { kernels::accumulate(s, T::DTYPE, acc + off, src_dev + off, len, fused)? };
+        *launched += 1;
+        read[u % AHEAD]
             .record(s)
             .map_err(driver("cuEventRecord (pinned pipeline)"))
     };
-    let mut enqueued = 0;
+    let mut launched = 0;
     let mut failed = None;
-    while enqueued < chunks.min(AHEAD) {
-        if let Err(e) = enqueue(enqueued) {
-            failed = Some(e);
-            break;
-        }
-        enqueued += 1;
+    while failed.is_none() && launched < units.min(AHEAD) {
+        failed = enqueue(launched, &mut launched).err();
     }
-    // Chunk `c` is zeroed once its kernel has completed; the next chunk is enqueued first, so the
+    if failed.is_some() {
+        // Whatever was launched completes before the host touches its chunks.
+        let _ = s.synchronize();
+    }
+    // Chunk `c` is zeroed once its kernel has completed; the next unit is enqueued first, so the
     // device always has work while the host zeroes.
-    let mut parts = src.chunks_mut(per);
-    for c in 0..chunks {
-        if c >= enqueued {
+    for (c, part) in src[..head_len].chunks_mut(per).enumerate() {
+        if c >= launched {
             break;
         }
-        read[c % AHEAD]
-            .synchronize()
-            .map_err(driver("cuEventSynchronize (pinned pipeline)"))?;
-        if failed.is_none() && enqueued < chunks {
-            match enqueue(enqueued) {
-                Ok(()) => enqueued += 1,
-                Err(e) => failed = Some(e),
+        if failed.is_none() {
+            match read[c % AHEAD].synchronize() {
+                Ok(()) if launched < units => failed = enqueue(launched, &mut launched).err(),
+                Ok(()) => {}
+                Err(e) => failed = Some(driver("cuEventSynchronize (pinned pipeline)")(e)),
+            }
+            if failed.is_some() {
+                // Whatever was launched completes before the host touches its chunks.
+                let _ = s.synchronize();
             }
         }
-        par::zero(parts.next().expect("one part per chunk"));
+        par::zero(part);
     }
-    failed.map_or(Ok(()), Err)
+    match failed {
+        Some(e) => Err(e),
+        // The tail's kernel, the last unit, writes `src` too: it completes before returning.
+        None => read[chunks % AHEAD]
+            .synchronize()
+            .map_err(driver("cuEventSynchronize (pinned pipeline)")),
+    }
 }
