@@ -7,8 +7,9 @@
 // 64-bit indices, because n may exceed 2^31. Any offset works: when acc and src share
 // their alignment modulo 16 bytes, a scalar head reaches the 16-byte boundary, then each thread
 // moves one 16-byte vector of each operand per iteration (grid-stride for very large n), and a
-// scalar tail finishes; otherwise a scalar grid-stride loop. Loads and stores of the vector body
-// use the streaming cache hints (.cs): every byte is touched once.
+// scalar tail finishes; otherwise a scalar grid-stride loop. The fused kernel's vector body uses
+// the streaming cache hints (.cs): every byte is touched once. The accumulate kernel's does not:
+// there the hints cost 3-5% (docs/performance.md, "Against PyTorch").
 // f16 sums use the hardware's f16x2 add; bf16 sums go through f32 with round-to-nearest-even,
 // which is the correctly rounded sum, as on the host (24 >= 2*8+2 bits).
 
@@ -99,10 +100,16 @@ __device__ __forceinline__ void shadow_pass(typename T::S* acc, typename T::S* s
         V* av = reinterpret_cast<V*>(acc + head);
         V* sv = reinterpret_cast<V*>(src + head);
         for (u64 i = tid; i < nv; i += stride) {
-            V a = __ldcs(av + i);
-            V s = __ldcs(sv + i);
-            __stcs(av + i, T::addv(a, s));
-            if (ZERO) __stcs(sv + i, T::zerov());
+            if (ZERO) {
+                V a = __ldcs(av + i);
+                V s = __ldcs(sv + i);
+                __stcs(av + i, T::addv(a, s));
+                __stcs(sv + i, T::zerov());
+            } else {
+                // Plain loads and stores: 3-5% faster than .cs from 16M elements
+                // (tools/kernel-explore/explore7.cu).
+                av[i] = T::addv(av[i], sv[i]);
+            }
         }
         for (u64 i = head + nv * K + tid; i < n; i += stride) {
             acc[i] = T::add(acc[i], src[i]);
