@@ -6,7 +6,7 @@
 
 use rules_runtime::CopyRule;
 use rules_runtime::cudarc::driver::{CudaStream, DeviceRepr, PinnedHostSlice};
-use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_zero};
+use rules_runtime::{Differentiable, Duplicated, On, accumulate, accumulate_and_zero, zero};
 use rules_tests::{add, ramp};
 use std::sync::Arc;
 
@@ -248,7 +248,17 @@ where
 fn pinned_routes_are_exact_above_and_below_the_pipeline_threshold() {
     let _one = serial();
     let s = gpu();
-    for n in [(4 << 20) + 3, 16 << 20, (20 << 20) + 5, (2 << 20) - 1, 1000] {
+    // Around the 8 MiB threshold, a head of exactly one 16 MiB chunk before the 4 MiB tail,
+    // ragged heads, and sizes below the threshold.
+    for n in [
+        (2 << 20) + 1,
+        5 << 20,
+        (4 << 20) + 3,
+        16 << 20,
+        (20 << 20) + 5,
+        (2 << 20) - 1,
+        1000,
+    ] {
         pinned_exact::<f32>(&s, n);
     }
     pinned_exact::<f64>(&s, (5 << 20) + 1);
@@ -346,5 +356,42 @@ fn large_device_reverse_zeroes_with_streaming_stores_exactly() {
     assert!(
         e[0] == b[0] && e[n - 2..] == b[n - 2..],
         "nothing outside the view"
+    );
+}
+
+/// `zero` of a large device buffer (128 MiB and up: the streaming-store kernel instead of the
+/// driver's memset), whole and through a view that starts and ends mid-vector, for a 4-byte and a
+/// 2-byte element; the elements outside the view stay as they were.
+#[test]
+#[ignore = "needs a GPU"]
+fn large_device_zero_is_exact_on_whole_buffers_and_odd_views() {
+    let _one = serial();
+    let s = gpu();
+    let on = On::stream(&s);
+    let n = (32 << 20) + 11;
+    let a = ramp::<f32>(n, 1.0);
+    let mut d = s.clone_htod(&a).unwrap();
+    zero(on, &mut d).unwrap();
+    assert!(zeroed(&s.clone_dtoh(&d).unwrap()), "whole f32 buffer");
+    let mut d = s.clone_htod(&a).unwrap();
+    zero(on, &mut d.slice_mut(3..n - 2)).unwrap();
+    let d = s.clone_dtoh(&d).unwrap();
+    assert!(zeroed(&d[3..n - 2]), "the f32 view is zeroed");
+    assert!(
+        d[..3] == a[..3] && d[n - 2..] == a[n - 2..],
+        "nothing outside the f32 view"
+    );
+
+    let n = (64 << 20) + 5;
+    let h: Vec<half::f16> = (0..n)
+        .map(|i| half::f16::from_f32((i % 251) as f32 + 1.0))
+        .collect();
+    let mut d = s.clone_htod(&h).unwrap();
+    zero(on, &mut d.slice_mut(1..n - 1)).unwrap();
+    let d = s.clone_dtoh(&d).unwrap();
+    assert!(zeroed(&d[1..n - 1]), "the f16 view is zeroed");
+    assert!(
+        d[0] == h[0] && d[n - 1] == h[n - 1],
+        "nothing outside the f16 view"
     );
 }

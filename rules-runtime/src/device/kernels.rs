@@ -134,8 +134,8 @@ pub(crate) unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result
 }
 
 /// Sets `bytes` bytes at device address `ptr` to zero on `stream` with a kernel of 16-byte
-/// streaming stores (`zero_streaming`), which follows the accumulate kernel faster than
-/// [`zero`]'s driver memset does for large operands.
+/// streaming stores (`zero_streaming`), which is faster than [`zero`]'s driver memset for large
+/// operands, alone or right after the accumulate kernel.
 ///
 /// # Safety
 /// As for [`zero`].

@@ -137,9 +137,10 @@ where
 /// mixes reads and writes (measurements in the README).
 pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
 
-/// Per-operand size from which the zeroing half of that split is a kernel of streaming stores
-/// instead of the driver's memset: right after the accumulate kernel it was the faster of the two
-/// from 128 MiB, and the slower at 32-64 MiB (docs/performance.md).
+/// Per-operand size from which zeroing device memory (a [`zero`], and the zeroing half of that
+/// split) is a kernel of streaming stores instead of the driver's memset: right after the
+/// accumulate kernel it was the faster of the two from 128 MiB and the slower at 32-64 MiB; alone
+/// it was 2-4% faster from 64 MiB (docs/performance.md).
 pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
 
 /// What an operation does.

@@ -333,7 +333,14 @@ where
     };
     let Some(b) = b else {
         // SAFETY: `a` holds `n` elements (`bytes` bytes), ordered on `s`.
-        return unsafe { kernels::zero(s, a.addr(), bytes) };
+        // Measured in device memory only: unified and pinned memory keep the memset.
+        return unsafe {
+            if bytes >= STREAMING_ZERO_BYTES && acc_kind == MemoryKind::Device {
+                kernels::zero_streaming(s, a.addr(), bytes)
+            } else {
+                kernels::zero(s, a.addr(), bytes)
+            }
+        };
     };
     let (pa, pb) = (a.addr(), b.addr());
     let (ra, rb) = (Region::of::<A::Elem>(pa, n), Region::of::<A::Elem>(pb, n));
