@@ -9,7 +9,7 @@
 //! repetitions. The forward is the copy itself, as cudarc does it. Target: reverse ≤ 1.2× forward.
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, HostSlice};
-use rules_runtime::{On, ShadowMemory, accumulate_and_zero};
+use rules_runtime::{On, ShadowMemory, accumulate, accumulate_and_zero};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -86,6 +86,21 @@ fn main() -> R<()> {
     let mut pinned = unsafe { ctx.alloc_pinned::<f32>(N) }?;
     pinned.as_mut_slice()?.fill(0.5);
     pair(&s, "pinned", &mut pinned, &mut dev)?;
+    // The reverse's floor on this route: the accumulate kernel alone, reading the pinned shadow in
+    // place over the link (the host's zeroing overlaps it, but for the last chunk).
+    let on = On::stream(&s);
+    let acc = wall_us(&s, || Ok(accumulate(on, &mut dev, &pinned)?))?;
+    println!(
+        "| pinned | (accumulate alone, device += pinned) | | | {acc:.0} | {:.2} of the device → host forward |",
+        acc / wall_us(&s, || Ok(s.memcpy_dtoh(&dev, &mut pinned)?))?
+    );
+    drop(pinned);
+    // cudarc's `alloc_pinned` is write-combined (host reads bypass the caches); page-locked memory
+    // from other allocators (cudaMallocHost, PyTorch's pin_memory) is cached.
+    let mut cached = unsafe { ctx.alloc_pinned_with_flags::<f32>(N, 0) }?;
+    cached.as_mut_slice()?.fill(0.5);
+    pair(&s, "pinned, cached", &mut cached, &mut dev)?;
+    drop(cached);
     // SAFETY: as above.
     let mut unified = unsafe { ctx.alloc_unified::<f32>(N, true) }?;
     unified.as_mut_slice()?.fill(0.5);

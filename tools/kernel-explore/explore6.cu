@@ -62,13 +62,17 @@ static void par_add(float* a, const float* s_, u64 n, int T) {
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
+  // `e6 wc`: the pinned shadow is write-combined (cudarc's `alloc_pinned` allocates it so), and
+  // only sections A and B run.
+  const bool wc = argc > 1 && std::string(argv[1]) == "wc";
   const u64 n = 1ull << 26, bytes = n * 4;
   const int reps = 7;
   cudaStream_t S = 0;
   float *d, *d2, *pin, *pind, *page, *stage_d;
   CK(cudaMalloc(&d, bytes)); CK(cudaMalloc(&d2, bytes)); CK(cudaMalloc(&stage_d, bytes));
-  CK(cudaHostAlloc(&pin, bytes, cudaHostAllocMapped)); CK(cudaHostGetDevicePointer(&pind, pin, 0));
+  CK(cudaHostAlloc(&pin, bytes, cudaHostAllocMapped | (wc ? cudaHostAllocWriteCombined : 0)));
+  printf("pinned shadow: %s\n", wc ? "write-combined" : "cached (default flags)"); CK(cudaHostGetDevicePointer(&pind, pin, 0));
   page = (float*)aligned_alloc(4096, bytes);
   const u64 max_slot = 64ull << 20;
   float *slots, *slotsd;
@@ -121,6 +125,28 @@ int main() {
         }, reps), f_d2pin);
       }
 
+  // A3: as A2 (kernel on mapped, 16 MiB), but at most `ahead` chunks enqueued: chunk c + ahead is
+  // enqueued once chunk c's kernel has completed, before the host zeroes chunk c (the runtime's
+  // take_pinned, which keeps a fixed number of events).
+  for (int ahead : {2, 4, 8, 16}) {
+    char name[160];
+    snprintf(name, sizeof name, "A3 chunks 16 MiB kernel on mapped, rolling %2d ahead, threads=16", ahead);
+    report(name, timeit([&] {
+      u64 chunk = 16ull << 20, nc = bytes / chunk, ce_ = chunk / 4;
+      auto enq = [&](u64 c) {
+        acc<<<blocks(ce_ / 4), 256, 0, S>>>((float4*)(d + c * ce_), (float4*)(pind + c * ce_), ce_ / 4, 0);
+        cudaEventRecord(ev[c % ahead], S);
+      };
+      u64 q = 0;
+      for (; q < std::min<u64>(nc, ahead); q++) enq(q);
+      for (u64 c = 0; c < nc; c++) {
+        CK(cudaEventSynchronize(ev[c % ahead]));
+        if (q < nc) enq(q++);
+        par_zero(pin + c * ce_, ce_, 16);
+      }
+    }, reps), f_d2pin);
+  }
+
   // ---- B: pinned += d; d = 0 (reverse of pinned -> device) ----
   printf("\nB: pinned += device; device = 0 (forward pinned->d %.0f us)\n", f_pin2d);
   report("B0 fused kernel through mapped memory (current)", timeit([&] { acc<<<blocks(n / 4), 256, 0, S>>>((float4*)pind, (float4*)d2, n / 4, 1); }, reps), f_pin2d);
@@ -141,6 +167,7 @@ int main() {
       }, reps), f_pin2d);
     }
 
+  if (wc) return 0;
   // ---- C: d += pageable; pageable = 0 (reverse of device -> pageable) ----
   printf("\nC: device += pageable; pageable = 0 (forward d->pageable %.0f us)\n", f_d2page);
   report("C0 H2D of pageable into device staging, kernel, sync, host memset (current)", timeit([&] {
