@@ -143,7 +143,7 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
             needed.extend((!sa).then_some(Role::SrcSliceHeight));
         }
         for role in needed {
-            require(cx, rule, kind, role);
+            require(cx, rule, kind, role, da);
         }
     } else {
         for role in [Role::SrcPitch, Role::SrcSliceHeight] {
@@ -152,9 +152,14 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
                 rule,
                 role,
                 &format!(
-                    "{} has no source, so no `{}`: its rows are `#[dst_pitch]` bytes apart",
+                    "{} has no source, so no `{}`: its rows are {}",
                     kind.noun(),
-                    role.attr()
+                    role.attr(),
+                    if da {
+                        "placed in the array by `#[dst_x]` and `#[dst_y]`"
+                    } else {
+                        "`#[dst_pitch]` bytes apart"
+                    }
                 ),
             );
         }
@@ -166,7 +171,7 @@ fn check_extents(cx: &Ctxt, rule: &Rule, kind: Kind) -> Region {
         };
         if rows.iter().any(|&role| !rule.with_role(role).is_empty()) {
             for &role in rows.iter().filter(|r| r.origin().is_none()) {
-                require(cx, rule, kind, role);
+                require(cx, rule, kind, role, da);
             }
         }
     }
@@ -180,8 +185,9 @@ fn refuse(cx: &Ctxt, rule: &Rule, role: Role, msg: &str) {
     }
 }
 
-/// A role the kind needs, reported at the function's name when no parameter has it.
-fn require(cx: &Ctxt, rule: &Rule, kind: Kind, role: Role) {
+/// A role the kind needs, reported at the function's name when no parameter has it. `dst_array`:
+/// the destination is a CUDA array, whose rows are placed by an origin rather than a pitch.
+fn require(cx: &Ctxt, rule: &Rule, kind: Kind, role: Role, dst_array: bool) {
     if rule.with_role(role).is_empty() && !rule.dropped_roles.contains(&role) {
         let example = match role {
             Role::Width => "#[width] width: usize",
@@ -193,10 +199,11 @@ fn require(cx: &Ctxt, rule: &Rule, kind: Kind, role: Role) {
             _ => "#[src_slice_height] src_rows: usize",
         };
         let why = if kind.is_pitched() {
-            String::new()
+            ""
+        } else if dst_array {
+            " (rows of a memset or fill into a CUDA array take `#[width]` and `#[height]` together, placed by `#[dst_x]` and `#[dst_y]`)"
         } else {
             " (rows of a memset or fill take `#[width]`, `#[height]` and `#[dst_pitch]` together)"
-                .to_string()
         };
         cx.error_spanned_by(
             &rule.func.sig.ident,
