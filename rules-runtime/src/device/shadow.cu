@@ -9,7 +9,7 @@
 // moves one 16-byte vector of each operand per iteration (grid-stride for very large n), and a
 // scalar tail finishes; otherwise a scalar grid-stride loop. The fused kernel's vector body uses
 // the streaming cache hints (.cs): every byte is touched once. The accumulate kernel's does not:
-// there the hints cost 3-5% (docs/performance.md, "Against PyTorch").
+// there the hints cost 2-5.5% (docs/performance.md, "Against PyTorch").
 // f16 sums use the hardware's f16x2 add; bf16 sums go through f32 with round-to-nearest-even,
 // which is the correctly rounded sum, as on the host (24 >= 2*8+2 bits).
 
@@ -106,7 +106,7 @@ __device__ __forceinline__ void shadow_pass(typename T::S* acc, typename T::S* s
                 __stcs(av + i, T::addv(a, s));
                 __stcs(sv + i, T::zerov());
             } else {
-                // Plain loads and stores: 3-5% faster than .cs from 16M elements
+                // Plain loads and stores: 2-5.5% faster than .cs from 16M elements
                 // (tools/kernel-explore/explore7.cu).
                 av[i] = T::addv(av[i], sv[i]);
             }
