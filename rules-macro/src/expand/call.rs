@@ -4,8 +4,8 @@
 use super::Generator;
 use super::tokens::{first_span, respan};
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote, quote_spanned};
-use syn::{GenericParam, Type};
+use quote::{quote, quote_spanned};
+use syn::Type;
 
 impl Generator<'_> {
     /// The primal's call on one lane: the buffers (`__d`, `__s`, `__v`) and the other arguments
@@ -15,18 +15,7 @@ impl Generator<'_> {
         let path = self.primal_path();
         let [dst, src] = self.plan.buffer_params();
         let value = self.plan.value.as_ref().map(|v| v.param);
-        let generics: Vec<TokenStream> = rule
-            .func
-            .sig
-            .generics
-            .params
-            .iter()
-            .filter_map(|g| match g {
-                GenericParam::Type(t) => Some(t.ident.to_token_stream()),
-                GenericParam::Const(c) => Some(c.ident.to_token_stream()),
-                GenericParam::Lifetime(_) => None,
-            })
-            .collect();
+        let generics: Vec<_> = self.type_and_const_params().collect();
         let path = if generics.is_empty() {
             path
         } else {

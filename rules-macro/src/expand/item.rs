@@ -96,6 +96,15 @@ impl Generator<'_> {
             v.ty.to_tokens(&mut named);
         }
         let used = idents(named);
+        self.type_and_const_params()
+            .filter(|i| !used.contains(&i.to_string()))
+            .cloned()
+            .collect()
+    }
+
+    /// The names of the user's type and const parameters, in declaration order (lifetimes left
+    /// out: the primal's call and the marker name only these).
+    pub(super) fn type_and_const_params(&self) -> impl Iterator<Item = &Ident> {
         self.rule
             .func
             .sig
@@ -103,12 +112,10 @@ impl Generator<'_> {
             .params
             .iter()
             .filter_map(|g| match g {
-                GenericParam::Type(t) => Some(t.ident.clone()),
-                GenericParam::Const(c) => Some(c.ident.clone()),
+                GenericParam::Type(t) => Some(&t.ident),
+                GenericParam::Const(c) => Some(&c.ident),
                 GenericParam::Lifetime(_) => None,
             })
-            .filter(|i| !used.contains(&i.to_string()))
-            .collect()
     }
 
     /// The struct's parameters (declared, and as its type names them): the lifetimes and the
