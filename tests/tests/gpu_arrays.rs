@@ -1,9 +1,9 @@
 //! GPU suite for CUDA array memory: shadows in arrays, reached through boxes (staged through
-//! pooled linear memory, zeroed by a copy from a zero buffer). `#[ignore]`d: without a GPU they
-//! are reported skipped, never passed.
+//! pooled linear memory, zeroed by the surface-store kernel or a copy from a zero buffer).
+//! `#[ignore]`d: without a GPU they are reported skipped, never passed.
 
 use rules_runtime::cudarc::driver::{CudaStream, PinnedHostSlice, UnifiedSlice};
-use rules_runtime::memory::array::CudaArray;
+use rules_runtime::memory::array::{ArrayElement, CudaArray};
 use rules_runtime::{
     Error, On, Pitched, ShadowMemory, accumulate_and_zero_region, accumulate_region,
     accumulate_sum_region, fill_region, restore_region, save_region, sum_region, zero_region,
@@ -285,4 +285,105 @@ fn pinned_and_unified_round_trip_through_array_boxes() {
         |u| u.as_slice().unwrap().to_vec(),
         "unified",
     );
+}
+
+/// `array[box] ← 0` for one element type, on arrays of every dimensionality, boxes at odd offsets
+/// and whole arrays: the box reads back `+0.0` in every part, everything else as it was.
+fn zero_boxes_of<T: ArrayElement>(s: &Arc<CudaStream>, surface: bool) {
+    let cases = [
+        ((1000, 1, 1), (3, 0, 0), (517, 1, 1)),
+        ((37, 11, 1), (5, 2, 0), (19, 7, 1)),
+        ((9, 5, 4), (1, 1, 1), (7, 3, 2)),
+        ((20, 1, 6), (2, 0, 1), (15, 1, 4)),
+        ((33, 17, 3), (0, 0, 0), (33, 17, 3)),
+    ];
+    for ((w, h, d), at, size) in cases {
+        let what = format!("{:?}, {w}×{h}×{d}, box {size:?} at {at:?}", T::DTYPE);
+        let n = w * h * d;
+        let before: Vec<T> = (0..n)
+            .map(|i| T::from_parts([1.0 + (i % 89) as f64 / 8.0, -0.5 - (i % 7) as f64]))
+            .collect();
+        let mut arr = if surface {
+            CudaArray::<T>::new(s.context(), w, h, d).unwrap()
+        } else {
+            CudaArray::<T>::without_surface(s.context(), w, h, d).unwrap()
+        };
+        assert_eq!(arr.zeroes_by_kernel(), surface, "{what}");
+        arr.copy_from_host(s, &before).unwrap();
+        let r = arr.region(at, size);
+        zero_region(On::Stream(s), &mut arr, r).unwrap();
+        let got = arr.to_host(s).unwrap();
+        let inside = |i: usize| {
+            let (x, y, z) = (i % w, (i / w) % h, i / (w * h));
+            (at.0..at.0 + size.0).contains(&x)
+                && (at.1..at.1 + size.1).contains(&y)
+                && (at.2..at.2 + size.2).contains(&z)
+        };
+        for (i, (g, b)) in got.iter().zip(&before).enumerate() {
+            let (g, b) = (g.to_parts(), b.to_parts());
+            if inside(i) {
+                assert!(
+                    g.iter().all(|p| p.to_bits() == 0),
+                    "{what}: element {i} is {g:?}"
+                );
+            } else {
+                assert_eq!(g, b, "{what}: element {i} outside the box changed");
+            }
+        }
+    }
+}
+
+/// The surface-store kernel for every element size it has (2, 4, 8, 16 bytes), and the
+/// zero-buffer copy for arrays without a surface.
+#[test]
+#[ignore = "needs a GPU"]
+fn zeroing_boxes_of_every_element_size_and_dimensionality() {
+    use half::{bf16, f16};
+    use num_complex::Complex;
+    let s = gpu();
+    for surface in [true, false] {
+        zero_boxes_of::<f16>(&s, surface);
+        zero_boxes_of::<bf16>(&s, surface);
+        zero_boxes_of::<f32>(&s, surface);
+        zero_boxes_of::<f64>(&s, surface);
+        zero_boxes_of::<Complex<f32>>(&s, surface);
+        zero_boxes_of::<Complex<f64>>(&s, surface);
+    }
+}
+
+/// Arrays wider than the device's surfaces allow are still made (without a surface) and zeroed.
+#[test]
+#[ignore = "needs a GPU"]
+fn arrays_past_the_surface_limits_are_made_and_zeroed_by_copies() {
+    use rules_runtime::cudarc::driver::sys::CUdevice_attribute as A;
+    let s = gpu();
+    let ctx = s.context();
+    let surf = ctx
+        .attribute(A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH)
+        .unwrap() as usize;
+    let tex = ctx
+        .attribute(A::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH)
+        .unwrap() as usize;
+    let small = CudaArray::<f32>::new(ctx, surf, 1, 1).unwrap();
+    assert!(
+        small.zeroes_by_kernel(),
+        "{surf} wide is within the surface limit"
+    );
+    if tex <= surf {
+        eprintln!("this device's 1D surfaces are as wide as its 1D arrays ({surf}): nothing past");
+        return;
+    }
+    let w = tex;
+    let mut arr = CudaArray::<f32>::new(ctx, w, 1, 1).unwrap();
+    assert!(
+        !arr.zeroes_by_kernel(),
+        "{w} wide is past the surface limit {surf}"
+    );
+    arr.copy_from_host(&s, &ramp(w, 1.0)).unwrap();
+    let r = arr.region((1, 0, 0), (w - 2, 1, 1));
+    zero_region(On::Stream(&s), &mut arr, r).unwrap();
+    let got = arr.to_host(&s).unwrap();
+    assert_eq!(got[0], 1.0);
+    assert_eq!(got[w - 1], ramp(w, 1.0)[w - 1]);
+    assert!(got[1..w - 1].iter().all(|v| v.to_bits() == 0));
 }

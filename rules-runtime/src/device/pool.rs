@@ -74,6 +74,8 @@ pub(crate) struct Kernels {
     pub(crate) sum_finish: sys::CUfunction,
     /// `region_sum_add_*`, indexed like [`super::region::SUMS`].
     pub(crate) sum_add: [sys::CUfunction; 6],
+    /// `surface_zero_b2`, `_b4`, `_b8`, `_b16`.
+    pub(crate) surface_zero: [sys::CUfunction; 4],
 }
 
 // SAFETY: module and function handles are plain driver handles, usable from any thread on which
@@ -318,8 +320,10 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         region[1][i] = function(format!("region_accumulate_v_{name}"))?;
     }
     let mut fill = [core::ptr::null_mut(); 4];
+    let mut surface_zero = [core::ptr::null_mut(); 4];
     for (i, bytes) in [2, 4, 8, 16].iter().enumerate() {
         fill[i] = function(format!("region_fill_b{bytes}"))?;
+        surface_zero[i] = function(format!("surface_zero_b{bytes}"))?;
     }
     let mut sum = [core::ptr::null_mut(); 6];
     for (i, name) in super::region::SUMS.iter().enumerate() {
@@ -340,6 +344,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         sum,
         sum_finish,
         sum_add,
+        surface_zero,
     })
 }
 

@@ -343,3 +343,84 @@ pub(crate) unsafe fn copy_box(
         .result()
         .map_err(driver("cuMemcpy3DAsync (region staging)"))
 }
+
+/// Where a box of a CUDA array is, for [`zero_array_box`]: the array's surface object, the
+/// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
+/// first element.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SurfaceBox {
+    pub(crate) surface: sys::CUsurfObject,
+    pub(crate) dims: u32,
+    pub(crate) x: usize,
+    pub(crate) y: usize,
+    pub(crate) z: usize,
+}
+
+/// Sets a box of `shape` elements of `size` bytes (2, 4, 8 or 16) of a CUDA array to zero bits
+/// with the `surface_zero_b*` kernels on `stream`.
+///
+/// # Safety
+/// `b.surface` is a live surface object of the array on `stream`'s context, `b.dims` the array's
+/// dimensionality, and the box lies inside the array.
+pub(crate) unsafe fn zero_array_box(
+    stream: &CudaStream,
+    b: SurfaceBox,
+    size: usize,
+    shape: Shape,
+) -> Result<()> {
+    if empty(shape) {
+        return Ok(());
+    }
+    let loaded = pool::kernels(stream.context())?;
+    let f = loaded.surface_zero[match size {
+        2 => 0,
+        4 => 1,
+        8 => 2,
+        _ => 3,
+    }];
+    let (w, h, d) = shape;
+    // Rows of a 1D array take whole blocks; boxes of 2D and 3D arrays take 16 × 16 tiles (the
+    // faster shape for 16-byte elements, the same for 4-byte ones: docs/arrays.md).
+    let block = if h == 1 { (256, 1) } else { (16, 16) };
+    // Array extents fit in 32 bits (the driver's limits are below 2^17 per side).
+    let int = |v: u64| v as core::ffi::c_int;
+    let (mut surface, mut dims) = (b.surface, b.dims);
+    let (mut x, mut y) = (int(b.x as u64), int(b.y as u64));
+    let (mut bw, mut bh) = (int(w), int(h));
+    bind(stream)?;
+    // grid.z is at most 65535: deeper boxes go in slabs.
+    let mut z = 0;
+    while z < d {
+        let slab = (d - z).min(65535);
+        let mut z0 = int(b.z as u64 + z);
+        let mut params: [*mut core::ffi::c_void; 7] = [
+            (&raw mut surface).cast(),
+            (&raw mut dims).cast(),
+            (&raw mut x).cast(),
+            (&raw mut y).cast(),
+            (&raw mut z0).cast(),
+            (&raw mut bw).cast(),
+            (&raw mut bh).cast(),
+        ];
+        let grid = (
+            w.div_ceil(block.0) as u32,
+            h.div_ceil(block.1) as u32,
+            slab as u32,
+        );
+        // SAFETY: `params` matches `surface_zero_b*` (u64, u32, i32 × 5) and outlives the call;
+        // the box lies in the array by the caller's contract.
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                f,
+                grid,
+                (block.0 as u32, block.1 as u32, 1),
+                0,
+                stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(driver("cuLaunchKernel (surface_zero)"))?;
+        z += slab;
+    }
+    Ok(())
+}

@@ -4,8 +4,9 @@
 //! runtime enqueued on it.
 //!
 //! Shadow work on arrays stages through pooled linear memory (a box copy in, the strided kernels,
-//! a box copy out); zeroing is a copy from a zero buffer, since memset is invalid on arrays (the
-//! reason the seed dropped array support).
+//! a box copy out). Zeroing, which memset cannot do on arrays (the reason the seed dropped array
+//! support), is a kernel of surface stores: arrays are created surface-capable, each with its
+//! surface object; an array the driver refuses that for zeroes by a copy from a zero buffer.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::cuda::driver;
@@ -59,6 +60,9 @@ pub struct CudaArray<T: ArrayElement> {
     handle: sys::CUarray,
     extent: (usize, usize, usize),
     ctx: Arc<CudaContext>,
+    /// The array's surface object, for the zeroing kernel; `None` if the driver would not make
+    /// the array surface-capable.
+    surface: Option<sys::CUsurfObject>,
     /// Recorded after the last work the runtime enqueued on the array.
     last: Mutex<Option<sys::CUevent>>,
     _elem: core::marker::PhantomData<T>,
@@ -83,6 +87,26 @@ impl<T: ArrayElement> CudaArray<T> {
     /// A new array of `width × height × depth` elements on `ctx` (contents undefined). A zero
     /// extent, or one the device does not support, is an error.
     pub fn new(ctx: &Arc<CudaContext>, width: usize, height: usize, depth: usize) -> Result<Self> {
+        Self::create(ctx, (width, height, depth), true)
+    }
+
+    /// As [`CudaArray::new`], but never surface-capable: for tests of the zero-buffer route.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn without_surface(
+        ctx: &Arc<CudaContext>,
+        width: usize,
+        height: usize,
+        depth: usize,
+    ) -> Result<Self> {
+        Self::create(ctx, (width, height, depth), false)
+    }
+
+    fn create(
+        ctx: &Arc<CudaContext>,
+        (width, height, depth): (usize, usize, usize),
+        surface: bool,
+    ) -> Result<Self> {
         crate::cuda::require_driver()?;
         if width == 0 || height == 0 || depth == 0 {
             return Err(Error::BadRegion {
@@ -91,28 +115,49 @@ impl<T: ArrayElement> CudaArray<T> {
             });
         }
         // The driver's convention: 1D arrays have height and depth 0, 2D arrays depth 0.
-        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+        let desc = |flags| sys::CUDA_ARRAY3D_DESCRIPTOR {
             Width: width,
             Height: if height == 1 && depth == 1 { 0 } else { height },
             Depth: if depth == 1 { 0 } else { depth },
             Format: T::FORMAT,
             NumChannels: T::CHANNELS,
-            Flags: 0,
+            Flags: flags,
         };
         let _current = CurrentContext::save();
         ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-        let mut handle = core::ptr::null_mut();
-        // SAFETY: `desc` is a valid descriptor; the handle is written on success.
-        unsafe { sys::cuArray3DCreate_v2(&mut handle, &desc) }
-            .result()
-            .map_err(driver("cuArray3DCreate"))?;
+        let create = |flags| {
+            let mut handle = core::ptr::null_mut();
+            // SAFETY: a valid descriptor; the handle is written on success.
+            unsafe { sys::cuArray3DCreate_v2(&mut handle, &desc(flags)) }
+                .result()
+                .map(|()| handle)
+        };
+        // Surface-capable where the device allows it (surfaces have lower extent limits than
+        // arrays: 1D surfaces are a quarter as wide on the H200); otherwise a plain array, zeroed
+        // by copies. The limits are asked first, so that no driver call fails on the way.
+        let capable = if surface && surface_fits(ctx, (width, height, depth)) {
+            create(sys::CUDA_ARRAY3D_SURFACE_LDST).ok()
+        } else {
+            None
+        };
+        let (handle, surface) = match capable {
+            Some(handle) => (handle, surface_of(handle)),
+            None => (create(0).map_err(driver("cuArray3DCreate"))?, None),
+        };
         Ok(CudaArray {
             handle,
             extent: (width, height, depth),
             ctx: ctx.clone(),
+            surface,
             last: Mutex::new(None),
             _elem: core::marker::PhantomData,
         })
+    }
+
+    /// Whether the array is zeroed by the surface-store kernel (`false`: by a copy from a zero
+    /// buffer, for an array the driver would not make surface-capable).
+    pub fn zeroes_by_kernel(&self) -> bool {
+        self.surface.is_some()
     }
 
     /// A new array of this extent with every element `+0.0`, ordered on `stream`.
@@ -194,6 +239,7 @@ impl<T: ArrayElement> CudaArray<T> {
             handle: self.handle,
             extent: self.extent,
             size: size_of::<T>(),
+            surface: self.surface,
             ctx: &self.ctx,
             last: Some(&self.last),
         }
@@ -219,9 +265,52 @@ impl<T: ArrayElement> Drop for CudaArray<T> {
                 let _ = result::event::destroy(e);
             }
         }
-        // SAFETY: the array is ours and no work the runtime enqueued on it is pending.
-        let _ = unsafe { sys::cuArrayDestroy(self.handle) };
+        // SAFETY: the surface object and the array are ours, and no work the runtime enqueued on
+        // them is pending.
+        unsafe {
+            if let Some(surface) = self.surface {
+                let _ = sys::cuSurfObjectDestroy(surface);
+            }
+            let _ = sys::cuArrayDestroy(self.handle);
+        }
     }
+}
+
+/// Whether the device's surfaces reach an array of this extent.
+fn surface_fits(ctx: &CudaContext, (w, h, d): (usize, usize, usize)) -> bool {
+    use sys::CUdevice_attribute as A;
+    let limits: &[(A, usize)] = match (h, d) {
+        (1, 1) => &[(A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH, w)],
+        (_, 1) => &[
+            (A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH, w),
+            (A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT, h),
+        ],
+        _ => &[
+            (A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH, w),
+            (A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT, h),
+            (A::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH, d),
+        ],
+    };
+    limits.iter().all(|&(a, side)| {
+        ctx.attribute(a)
+            .is_ok_and(|max| usize::try_from(max).is_ok_and(|max| side <= max))
+    })
+}
+
+/// A surface object over the whole of `array` (surface-capable, of the current context), or
+/// `None` if the driver will not make one.
+fn surface_of(array: sys::CUarray) -> Option<sys::CUsurfObject> {
+    let desc = sys::CUDA_RESOURCE_DESC {
+        resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
+        res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+            array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array },
+        },
+        flags: 0,
+    };
+    let mut surface = 0;
+    // SAFETY: a valid resource description of a live array; the object is written on success.
+    let r = unsafe { sys::cuSurfObjectCreate(&mut surface, &desc) };
+    r.result().ok().map(|()| surface)
 }
 
 /// What the runtime needs of array memory: the array, its extent and element size, its context,
@@ -231,6 +320,8 @@ pub struct ArrayRef<'a> {
     pub(crate) handle: sys::CUarray,
     pub(crate) extent: (usize, usize, usize),
     pub(crate) size: usize,
+    /// The array's surface object, if it is surface-capable.
+    pub(crate) surface: Option<sys::CUsurfObject>,
     pub(crate) ctx: &'a Arc<CudaContext>,
     pub(crate) last: Option<&'a Mutex<Option<sys::CUevent>>>,
 }
@@ -244,6 +335,15 @@ impl core::fmt::Debug for ArrayRef<'_> {
 }
 
 impl ArrayRef<'_> {
+    /// 1, 2 or 3, as the driver sees the array (see [`CudaArray::new`]).
+    pub(crate) fn dims(&self) -> u32 {
+        match self.extent {
+            (_, 1, 1) => 1,
+            (_, _, 1) => 2,
+            _ => 3,
+        }
+    }
+
     /// Records the end of the work just enqueued on `stream` (of the array's context), for the
     /// array's drop.
     pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {

@@ -1,14 +1,15 @@
 //! Region operations with CUDA array memory on either side. An array has no address: its box is
 //! copied into pooled linear device memory (`cuMemcpy3DAsync`), the linear operation runs there
 //! (the strided kernels, or the host routes for host memory on the other side), an accumulator's
-//! box is copied back, and a source's box is zeroed by a copy from the pool's zero buffer (memset
-//! is invalid on arrays). Everything is ordered on the copy's stream; nothing waits on the host
+//! box is copied back, and a source's box is zeroed by a kernel of surface stores (memset is
+//! invalid on arrays), or by a copy from the pool's zero buffer for an array without a surface.
+//! Everything is ordered on the copy's stream; nothing waits on the host
 //! beyond what the linear route does.
 
 use super::region::pair as linear_pair;
 use super::{On, Op, Source};
 use crate::device::pool::{self, Lease, Memory};
-use crate::device::region::{At, copy_box};
+use crate::device::region::{At, Shape, SurfaceBox, copy_box, zero_array_box};
 use crate::error::{Error, Result};
 use crate::memory::array::ArrayRef;
 use crate::memory::raw::RawShadow;
@@ -16,10 +17,13 @@ use crate::memory::{MemoryKind, Overlap, ShadowMemory, ShadowRead};
 use crate::region::{Pitched, relation};
 use cudarc::driver::CudaStream;
 
-/// A checked array box: the array and the element its box starts at.
+/// A checked array box: the array (its handle, surface object and dimensionality) and the
+/// element its box starts at.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Place {
     handle: cudarc::driver::sys::CUarray,
+    surface: Option<cudarc::driver::sys::CUsurfObject>,
+    dims: u32,
     x: usize,
     y: usize,
     z: usize,
@@ -28,8 +32,35 @@ pub(crate) struct Place {
 impl Place {
     /// This side of a box copy.
     pub(crate) fn at(self) -> (At, u64, u64) {
-        let Place { handle, x, y, z } = self;
+        let Place {
+            handle, x, y, z, ..
+        } = self;
         (At::Array { handle, x, y, z }, 0, 0)
+    }
+}
+
+/// `array[box] ← 0` on `s`, for a box of `shape` elements of `size` bytes checked by [`place`]:
+/// the surface-store kernel, or, for an array without a surface object, a copy from the pool's
+/// zero buffer (a few times slower: docs/arrays.md).
+fn zero_box(s: &CudaStream, p: Place, size: usize, shape: Shape) -> Result<()> {
+    let (w, h, d) = shape;
+    match p.surface {
+        // SAFETY: the surface is the array's own, and `place` checked the box against it.
+        Some(surface) => unsafe {
+            let b = SurfaceBox {
+                surface,
+                dims: p.dims,
+                x: p.x,
+                y: p.y,
+                z: p.z,
+            };
+            zero_array_box(s, b, size, shape)
+        },
+        None => {
+            let z = pool::zeros(s, (w * h * d) as usize * size)?;
+            // SAFETY: the zero buffer holds the box's elements and is never written.
+            unsafe { copy_box(s, size, p.at(), (At::Unified(z), w, w * h), shape) }
+        }
     }
 }
 
@@ -64,6 +95,8 @@ pub(crate) fn place(a: &ArrayRef<'_>, r: &Pitched, what: &str) -> Result<Place> 
     }
     Ok(Place {
         handle: a.handle,
+        surface: a.surface,
+        dims: a.dims(),
         x,
         y,
         z,
@@ -99,13 +132,16 @@ pub(crate) fn stream<'s>(on: On<'s>, what: &str) -> Result<&'s CudaStream> {
 pub(crate) fn host_copy(s: &CudaStream, a: ArrayRef<'_>, host: u64, to_array: bool) -> Result<()> {
     check_context(&a, s, "a CUDA array")?;
     let (w, h, d) = a.extent;
-    let whole = Place {
-        handle: a.handle,
-        x: 0,
-        y: 0,
-        z: 0,
-    }
-    .at();
+    let whole = (
+        At::Array {
+            handle: a.handle,
+            x: 0,
+            y: 0,
+            z: 0,
+        },
+        0,
+        0,
+    );
     let linear = (At::Host(host), w as u64, (w * h) as u64);
     let (dst, src) = if to_array {
         (whole, linear)
@@ -287,9 +323,7 @@ where
     if let (Some(p), Op::AccumulateAndZero) = (pb, op)
         && !same_box
     {
-        let z = pool::zeros(s, n * size)?;
-        // SAFETY: the zero buffer holds at least `n` elements and is never written.
-        unsafe { copy_box(s, size, p.at(), linear(z), shape)? };
+        zero_box(s, p, size, shape)?;
     }
     drop((la, lb));
     for a in [arrays.0, arrays.1].into_iter().flatten() {
@@ -304,8 +338,8 @@ enum Either<L, A> {
     Array(A),
 }
 
-/// `buf[r] ← value` for an array: the value filled into a staged linear box (or, for zero,
-/// straight from the zero buffer), copied into the array.
+/// `buf[r] ← value` for an array: zero by [`zero_box`]; another value filled into a staged
+/// linear box and copied into the array.
 pub(super) fn fill<A: ShadowMemory + ?Sized>(
     on: On<'_>,
     buf: &mut A,
@@ -323,9 +357,7 @@ pub(super) fn fill<A: ShadowMemory + ?Sized>(
     let linear = |ptr: u64| (At::Unified(ptr), w as u64, (w * h) as u64);
     let zero = super::region::value_bytes(&value).iter().all(|&b| b == 0);
     if zero {
-        let z = pool::zeros(s, n * size)?;
-        // SAFETY: the zero buffer holds `n` elements; the array box was checked.
-        unsafe { copy_box(s, size, p.at(), linear(z), shape)? };
+        zero_box(s, p, size, shape)?;
     } else {
         let l = Lease::new(Memory::Device, n * size, s, s)?;
         // SAFETY: the lease holds `n` elements.
