@@ -144,12 +144,17 @@ pub(super) unsafe fn stage_out<T: Differentiable>(
 /// that kernel, so the call does not end with the host zeroing a whole chunk alone.
 const TAIL_BYTES: usize = 4 << 20;
 
+/// At most this many chunks (one event each) in a [`take_pinned`]: past `MAX_CHUNKS * CHUNK_BYTES`
+/// the chunks grow instead.
+const MAX_CHUNKS: usize = 64;
+
 /// `acc += src; src ← 0` for a large page-locked `src`: the accumulate kernel reads `src` in place
 /// over the link, chunk by chunk, and the host's threads zero each chunk once the kernel that read
 /// it has completed, instead of a second pass over the link writing zeros; the last
-/// [`TAIL_BYTES`] go through the fused kernel. Returns once `src` is zero. If a launch fails, the
-/// chunks already launched are still finished (added and zeroed) and nothing is running on `src`
-/// when this returns: every chunk is either moved whole or left as it was.
+/// [`TAIL_BYTES`] go through the fused kernel. Every kernel is enqueued first, so the device never
+/// waits for the host. Returns once `src` is zero. If a launch fails, the chunks already launched
+/// are still finished (added and zeroed) and nothing is running on `src` when this returns: every
+/// chunk is either moved whole or left as it was.
 ///
 /// # Safety
 /// `acc` holds `src.len()` elements of device-reachable memory ordered on `s`, disjoint from
@@ -161,20 +166,26 @@ pub(super) unsafe fn take_pinned<T: Differentiable>(
     src_dev: u64,
     src: &mut [T],
 ) -> Result<()> {
-    /// Chunks in flight on the device while the host zeroes the oldest (two to sixteen measured
-    /// the same: docs/performance.md).
-    const AHEAD: usize = 4;
-    let per = CHUNK_BYTES / size_of::<T>();
     let n = src.len();
     let tail = n.min(TAIL_BYTES / size_of::<T>());
     let head_len = n - tail;
+    let per = (CHUNK_BYTES / size_of::<T>()).max(head_len.div_ceil(MAX_CHUNKS));
     let chunks = head_len.div_ceil(per);
     // Units 0..chunks are the host-zeroed chunks, unit `chunks` the device-zeroed tail.
     let units = chunks + 1;
-    let read: [CudaEvent; AHEAD] = events(s)?;
-    // Launches unit `u` and records its event; `launched` counts the kernels launched, so that a
-    // failed record is known to have left a kernel running.
-    let enqueue = |u: usize, launched: &mut usize| -> Result<()> {
+    let mut read = Vec::with_capacity(units);
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+    for _ in 0..units {
+        read.push(
+            s.context()
+                .new_event(flags)
+                .map_err(driver("cuEventCreate (pinned pipeline)"))?,
+        );
+    }
+    // `launched` counts the kernels launched, so that a failed record is known to have left a
+    // kernel running.
+    let mut launched = 0;
+    let mut enqueue = |u: usize| -> Result<()> {
         let (first, len, fused) = if u < chunks {
             (u * per, per.min(head_len - u * per), false)
         } else {
@@ -183,43 +194,31 @@ pub(super) unsafe fn take_pinned<T: Differentiable>(
         let off = (first * size_of::<T>()) as u64;
         // SAFETY: both hold the unit's `len` elements by the caller's contract.
         unsafe { kernels::accumulate(s, T::DTYPE, acc + off, src_dev + off, len, fused)? };
-        *launched += 1;
-        read[u % AHEAD]
+        launched += 1;
+        read[u]
             .record(s)
             .map_err(driver("cuEventRecord (pinned pipeline)"))
     };
-    let mut launched = 0;
-    let mut failed = None;
-    while failed.is_none() && launched < units.min(AHEAD) {
-        failed = enqueue(launched, &mut launched).err();
-    }
+    let failed = (0..units).try_for_each(&mut enqueue).err();
     if failed.is_some() {
         // Whatever was launched completes before the host touches its chunks.
         let _ = s.synchronize();
     }
-    // Chunk `c` is zeroed once its kernel has completed; the next unit is enqueued first, so the
-    // device always has work while the host zeroes.
-    for (c, part) in src[..head_len].chunks_mut(per).enumerate() {
-        if c >= launched {
-            break;
+    let zeroed = (launched.min(chunks) * per).min(head_len);
+    // Chunk `c` is zeroed once its kernel has completed.
+    let waited = par::zero_behind(&mut src[..zeroed], per, |c| {
+        if failed.is_some() {
+            return Ok(());
         }
-        if failed.is_none() {
-            match read[c % AHEAD].synchronize() {
-                Ok(()) if launched < units => failed = enqueue(launched, &mut launched).err(),
-                Ok(()) => {}
-                Err(e) => failed = Some(driver("cuEventSynchronize (pinned pipeline)")(e)),
-            }
-            if failed.is_some() {
-                // Whatever was launched completes before the host touches its chunks.
-                let _ = s.synchronize();
-            }
-        }
-        par::zero(part);
-    }
-    match failed {
-        Some(e) => Err(e),
+        read[c].synchronize().map_err(|e| {
+            let _ = s.synchronize();
+            driver("cuEventSynchronize (pinned pipeline)")(e)
+        })
+    });
+    match (failed, waited) {
+        (Some(e), _) | (None, Err(e)) => Err(e),
         // The tail's kernel, the last unit, writes `src` too: it completes before returning.
-        None => read[chunks % AHEAD]
+        (None, Ok(())) => read[chunks]
             .synchronize()
             .map_err(driver("cuEventSynchronize (pinned pipeline)")),
     }
