@@ -132,9 +132,9 @@ impl<T: ArrayElement> CudaArray<T> {
                 .result()
                 .map(|()| handle)
         };
-        // Surface-capable where the device allows it (surfaces have lower extent limits than
-        // arrays: 1D surfaces are a quarter as wide on the H200); otherwise a plain array, zeroed
-        // by copies. The limits are asked first, so that no driver call fails on the way.
+        // Surface-capable where the device allows it (surfaces can have lower extent limits than
+        // arrays: 1D ones do on the H200); otherwise a plain array, zeroed by copies. The limits
+        // are asked first, so that no driver call fails on the way.
         let capable = if surface && surface_fits(ctx, (width, height, depth)) {
             create(sys::CUDA_ARRAY3D_SURFACE_LDST).ok()
         } else {
