@@ -361,7 +361,8 @@ pub(crate) struct SurfaceBox {
 ///
 /// # Safety
 /// `b.surface` is a live surface object of the array on `stream`'s context, `b.dims` the array's
-/// dimensionality, and the box lies inside the array.
+/// dimensionality, and the box lies inside the array, its far corner (in bytes along x) within
+/// `i32`.
 pub(crate) unsafe fn zero_array_box(
     stream: &CudaStream,
     b: SurfaceBox,
@@ -382,7 +383,7 @@ pub(crate) unsafe fn zero_array_box(
     // Rows of a 1D array take whole blocks; boxes of 2D and 3D arrays take 16 × 16 tiles (the
     // faster shape for 16-byte elements, the same for 4-byte ones: docs/arrays.md).
     let block = if h == 1 { (256, 1) } else { (16, 16) };
-    // Array extents fit in 32 bits (the driver's limits are below 2^17 per side).
+    // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
     let (mut surface, mut dims) = (b.surface, b.dims);
     let (mut x, mut y) = (int(b.x as u64), int(b.y as u64));

@@ -6,7 +6,8 @@
 //! Shadow work on arrays stages through pooled linear memory (a box copy in, the strided kernels,
 //! a box copy out). Zeroing, which memset cannot do on arrays (the reason the seed dropped array
 //! support), is a kernel of surface stores: arrays are created surface-capable, each with its
-//! surface object; an array the driver refuses that for zeroes by a copy from a zero buffer.
+//! surface object; an array past the device's surface limits is plain, and zeroed by a copy from
+//! a zero buffer.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::cuda::driver;

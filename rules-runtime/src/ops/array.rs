@@ -3,8 +3,8 @@
 //! (the strided kernels, or the host routes for host memory on the other side), an accumulator's
 //! box is copied back, and a source's box is zeroed by a kernel of surface stores (memset is
 //! invalid on arrays), or by a copy from the pool's zero buffer for an array without a surface.
-//! Everything is ordered on the copy's stream; nothing waits on the host
-//! beyond what the linear route does.
+//! Everything is ordered on the copy's stream; nothing waits on the host beyond what the linear
+//! route does.
 
 use super::region::pair as linear_pair;
 use super::{On, Op, Source};
@@ -44,9 +44,14 @@ impl Place {
 /// zero buffer (a few times slower: docs/arrays.md).
 fn zero_box(s: &CudaStream, p: Place, size: usize, shape: Shape) -> Result<()> {
     let (w, h, d) = shape;
+    // The kernel's coordinates are 32-bit; past that, the copy.
+    let fits = |v: u64| i32::try_from(v).is_ok();
+    let small =
+        fits((p.x as u64 + w) * size as u64) && fits(p.y as u64 + h) && fits(p.z as u64 + d);
     match p.surface {
-        // SAFETY: the surface is the array's own, and `place` checked the box against it.
-        Some(surface) => unsafe {
+        // SAFETY: the surface is the array's own, `place` checked the box against it, and its
+        // coordinates fit.
+        Some(surface) if small => unsafe {
             let b = SurfaceBox {
                 surface,
                 dims: p.dims,
@@ -56,7 +61,7 @@ fn zero_box(s: &CudaStream, p: Place, size: usize, shape: Shape) -> Result<()> {
             };
             zero_array_box(s, b, size, shape)
         },
-        None => {
+        _ => {
             let z = pool::zeros(s, (w * h * d) as usize * size)?;
             // SAFETY: the zero buffer holds the box's elements and is never written.
             unsafe { copy_box(s, size, p.at(), (At::Unified(z), w, w * h), shape) }

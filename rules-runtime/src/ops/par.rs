@@ -55,6 +55,16 @@ where
     T: Differentiable,
     E: Send,
 {
+    if buf.len() < SERIAL_BELOW {
+        let mut first = Ok(());
+        for (c, chunk) in buf.chunks_mut(per.max(1)).enumerate() {
+            if let Err(e) = ready(c) {
+                first = first.and(Err(e));
+            }
+            chunk.fill(T::zero());
+        }
+        return first;
+    }
     let threads = rayon::current_num_threads().max(1);
     let mut stripes: Vec<Vec<(usize, &mut [T])>> = (0..threads).map(|_| Vec::new()).collect();
     for (c, chunk) in buf.chunks_mut(per.max(1)).enumerate() {
