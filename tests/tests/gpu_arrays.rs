@@ -387,3 +387,120 @@ fn arrays_past_the_surface_limits_are_made_and_zeroed_by_copies() {
     assert_eq!(got[w - 1], ramp(w, 1.0)[w - 1]);
     assert!(got[1..w - 1].iter().all(|v| v.to_bits() == 0));
 }
+
+/// Both reverses through a box of an array of `T`, with pageable host memory on the other side
+/// (its box at an odd offset): `lin[box] += arr[box]; arr[box] ← 0`, then, from the same start,
+/// `arr[box] += lin[box]; lin[box] ← 0`. Sums exact (the host's `T::add`), zeros `+0.0`, nothing
+/// outside either box touched.
+fn reverses_through_arrays_of<T: ArrayElement>(s: &Arc<CudaStream>) {
+    let (w, h, d) = (13, 7, 3);
+    let (at, (bw, bh, bd)) = ((2, 1, 1), (9, 5, 2));
+    let what = format!("{:?}", T::DTYPE);
+    let val = |i: usize, k: f64| T::from_parts([k + (i % 13) as f64 / 4.0, 0.25 - (i % 5) as f64]);
+    let a0: Vec<T> = (0..w * h * d).map(|i| val(i, 1.0)).collect();
+    let m = bw * bh * bd;
+    let l0: Vec<T> = (0..m + 5).map(|i| val(i, -3.5)).collect();
+    let rl = Pitched::slices(3, bw, bh, bd, bw * size_of::<T>(), bh);
+    let in_array = |i: usize| {
+        let (x, y, z) = (i % w, (i / w) % h, i / (w * h));
+        (at.0..at.0 + bw).contains(&x)
+            && (at.1..at.1 + bh).contains(&y)
+            && (at.2..at.2 + bd).contains(&z)
+    };
+    // The array element paired with linear element 3 + j.
+    let pair = |j: usize| {
+        let (x, y, z) = (j % bw, (j / bw) % bh, j / (bw * bh));
+        (at.0 + x) + w * ((at.1 + y) + h * (at.2 + z))
+    };
+    let is_zero = |v: T| v.to_parts().iter().all(|p| p.to_bits() == 0);
+    for array_is_acc in [false, true] {
+        let mut arr = CudaArray::<T>::new(s.context(), w, h, d).unwrap();
+        arr.copy_from_host(s, &a0).unwrap();
+        let ra = arr.region(at, (bw, bh, bd));
+        let mut lin = l0.clone();
+        if array_is_acc {
+            accumulate_and_zero_region(On::Stream(s), &mut arr, ra, &mut lin, rl).unwrap();
+        } else {
+            accumulate_and_zero_region(On::Stream(s), &mut lin, rl, &mut arr, ra).unwrap();
+        }
+        let got = arr.to_host(s).unwrap();
+        for j in 0..l0.len() {
+            if !(3..3 + m).contains(&j) {
+                assert_eq!(
+                    lin[j].to_parts(),
+                    l0[j].to_parts(),
+                    "{what}: lin[{j}] outside"
+                );
+                continue;
+            }
+            let (i, sum) = (pair(j - 3), T::add(l0[j], a0[pair(j - 3)]));
+            let (acc, zeroed) = if array_is_acc {
+                (got[i], lin[j])
+            } else {
+                (lin[j], got[i])
+            };
+            assert_eq!(
+                acc.to_parts(),
+                sum.to_parts(),
+                "{what}, array acc {array_is_acc}: {j}"
+            );
+            assert!(
+                is_zero(zeroed),
+                "{what}, array acc {array_is_acc}: {j} not zeroed"
+            );
+        }
+        for (i, (g, a)) in got.iter().zip(&a0).enumerate() {
+            if !in_array(i) {
+                assert_eq!(g.to_parts(), a.to_parts(), "{what}: array[{i}] outside");
+            }
+        }
+    }
+}
+
+/// Every element type an array holds, through both reverses.
+#[test]
+#[ignore = "needs a GPU"]
+fn reverses_through_arrays_of_every_element_type() {
+    use half::{bf16, f16};
+    use num_complex::Complex;
+    let s = gpu();
+    reverses_through_arrays_of::<f16>(&s);
+    reverses_through_arrays_of::<bf16>(&s);
+    reverses_through_arrays_of::<f32>(&s);
+    reverses_through_arrays_of::<f64>(&s);
+    reverses_through_arrays_of::<Complex<f32>>(&s);
+    reverses_through_arrays_of::<Complex<f64>>(&s);
+}
+
+/// Threads at once, each on its own stream with its own arrays (the pool's staging buffers and
+/// the kernels' module are shared): every result exact.
+#[test]
+#[ignore = "needs a GPU"]
+fn arrays_from_several_threads_at_once() {
+    let _ = gpu();
+    std::thread::scope(|sc| {
+        for t in 0..4 {
+            sc.spawn(move || {
+                let s = gpu();
+                for round in 0..5 {
+                    let (w, h) = (64 + t, 33 + round);
+                    let n = w * h;
+                    let mut arr = CudaArray::<f32>::new(s.context(), w, h, 1).unwrap();
+                    let a = ramp(n, t as f32);
+                    arr.copy_from_host(&s, &a).unwrap();
+                    let mut lin = ramp(n, 100.0 + round as f32);
+                    let want: Vec<f32> = lin.iter().zip(&a).map(|(l, a)| l + a).collect();
+                    let whole = arr.whole();
+                    accumulate_and_zero_region(On::Stream(&s), &mut lin, whole, &mut arr, whole)
+                        .unwrap();
+                    assert_eq!(lin, want, "thread {t}, round {round}");
+                    let back = arr.to_host(&s).unwrap();
+                    assert!(
+                        back.iter().all(|v| v.to_bits() == 0),
+                        "thread {t}, round {round}"
+                    );
+                }
+            });
+        }
+    });
+}
