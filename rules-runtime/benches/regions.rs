@@ -7,10 +7,11 @@
 //!   per element) against `cuMemcpy2DAsync` device→device of the same box (1 read + 1 write),
 //!   compared in bandwidth (bytes moved per second), at several widths and pitches, odd ones
 //!   included.
-//! - The reverse of a copy out of a CUDA array (`linear += array box; array box ← 0`) against
-//!   the sum of its parts timed alone: the array→linear `cuMemcpy3DAsync`, the accumulate, and
-//!   the zeroing (`zero_region` of the array: the surface-store kernel); and, for comparison, the
-//!   copy from a zero buffer into the array that the kernel replaced.
+//! - Reverses with a CUDA array and device memory (`linear += array box; array box ← 0`, and
+//!   `array box += linear; linear ← 0`): one pass through the array's surface, against the parts
+//!   of the staged route timed alone (the array→linear `cuMemcpy3DAsync`, the accumulate, the
+//!   zeroing by the surface-store kernel) and the copy from a zero buffer that the zeroing kernel
+//!   replaced.
 //! - The deterministic sum (the reverse of `fill`) against cuBLAS `sasum` over the same bytes,
 //!   both returning their result to the host (cuBLAS in its default host pointer mode, which
 //!   waits for the result, as `sum_region` does).
@@ -179,12 +180,12 @@ fn main() -> R<()> {
     }
 
     println!(
-        "\n## CUDA array reverse (linear += array box; array box ← 0) vs its parts timed alone (f32)"
+        "\n## CUDA array reverses with device memory, one pass through the surface, vs the staged route's parts timed alone (f32)"
     );
     println!(
-        "| extent | box MiB | ours us | array→linear copy us | accumulate us | zero kernel us | sum of parts us | ours / sum | zero copy us (not used) |"
+        "| extent | box MiB | linear += array; array ← 0 us | GB/s (2R+2W) | array += linear; linear ← 0 us | array→linear copy us | accumulate us | zero kernel us | staged parts, sum us | one pass / staged | zero copy us (not used) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (w, h, d) in [
         (8192usize, 4096usize, 1usize),
         (4096, 1024, 1),
@@ -204,6 +205,15 @@ fn main() -> R<()> {
                 &mut acc,
                 whole,
                 &mut arr,
+                whole,
+            )?)
+        })?;
+        let back = median_us(&s, 4 * n * 4, || {
+            Ok(accumulate_and_zero_region(
+                On::stream(&s),
+                &mut arr,
+                whole,
+                &mut acc,
                 whole,
             )?)
         })?;
@@ -280,8 +290,9 @@ fn main() -> R<()> {
         })?;
         let parts = t_out + t_acc + t_kernel;
         println!(
-            "| {w}x{h}x{d} | {:.1} | {ours:.1} | {t_out:.1} | {t_acc:.1} | {t_kernel:.1} | {parts:.1} | {:.3} | {t_zero:.1} |",
+            "| {w}x{h}x{d} | {:.1} | {ours:.1} | {:.0} | {back:.1} | {t_out:.1} | {t_acc:.1} | {t_kernel:.1} | {parts:.1} | {:.3} | {t_zero:.1} |",
             (n * 4) as f64 / (1 << 20) as f64,
+            gbs((4 * n * 4) as f64, ours),
             ours / parts
         );
     }

@@ -2,8 +2,10 @@
 //! pooled linear memory, zeroed by the surface-store kernel or a copy from a zero buffer).
 //! `#[ignore]`d: without a GPU they are reported skipped, never passed.
 
-use rules_runtime::cudarc::driver::{CudaStream, PinnedHostSlice, UnifiedSlice};
+use rules_runtime::cudarc::driver::{CudaStream, DevicePtrMut, PinnedHostSlice, UnifiedSlice};
+use rules_runtime::memory::MemoryKind;
 use rules_runtime::memory::array::{ArrayElement, CudaArray};
+use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{
     Error, On, Pitched, ShadowMemory, accumulate_and_zero_region, accumulate_region,
     accumulate_sum_region, fill_region, restore_region, save_region, sum_region, zero_region,
@@ -388,14 +390,21 @@ fn arrays_past_the_surface_limits_are_made_and_zeroed_by_copies() {
     assert!(got[1..w - 1].iter().all(|v| v.to_bits() == 0));
 }
 
-/// Both reverses through a box of an array of `T`, with pageable host memory on the other side
-/// (its box at an odd offset): `lin[box] += arr[box]; arr[box] ← 0`, then, from the same start,
-/// `arr[box] += lin[box]; lin[box] ← 0`. Sums exact (the host's `T::add`), zeros `+0.0`, nothing
-/// outside either box touched.
+/// `T`'s bytes (every element type is plain floats), for moving test data in and out of device
+/// memory allocated as bytes.
+fn bytes_of<T: ArrayElement>(v: &[T]) -> &[u8] {
+    // SAFETY: plain old data; the bytes are read only while `v` is borrowed.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), size_of_val(v)) }
+}
+
+/// The four operations between a box of an array of `T` and a box of linear memory at an odd
+/// offset, pageable host memory (staged) or device memory (one pass through the array's surface):
+/// `lin[box] += arr[box]`, the same and `arr[box] ← 0`, `arr[box] += lin[box]`, the same and
+/// `lin[box] ← 0`. Sums exact (the host's `T::add`), zeros `+0.0`, sources of plain accumulates
+/// unchanged, nothing outside either box touched.
 fn reverses_through_arrays_of<T: ArrayElement>(s: &Arc<CudaStream>) {
     let (w, h, d) = (13, 7, 3);
     let (at, (bw, bh, bd)) = ((2, 1, 1), (9, 5, 2));
-    let what = format!("{:?}", T::DTYPE);
     let val = |i: usize, k: f64| T::from_parts([k + (i % 13) as f64 / 4.0, 0.25 - (i % 5) as f64]);
     let a0: Vec<T> = (0..w * h * d).map(|i| val(i, 1.0)).collect();
     let m = bw * bh * bd;
@@ -413,51 +422,96 @@ fn reverses_through_arrays_of<T: ArrayElement>(s: &Arc<CudaStream>) {
         (at.0 + x) + w * ((at.1 + y) + h * (at.2 + z))
     };
     let is_zero = |v: T| v.to_parts().iter().all(|p| p.to_bits() == 0);
-    for array_is_acc in [false, true] {
-        let mut arr = CudaArray::<T>::new(s.context(), w, h, d).unwrap();
-        arr.copy_from_host(s, &a0).unwrap();
-        let ra = arr.region(at, (bw, bh, bd));
-        let mut lin = l0.clone();
-        if array_is_acc {
-            accumulate_and_zero_region(On::Stream(s), &mut arr, ra, &mut lin, rl).unwrap();
-        } else {
-            accumulate_and_zero_region(On::Stream(s), &mut lin, rl, &mut arr, ra).unwrap();
-        }
-        let got = arr.to_host(s).unwrap();
-        for j in 0..l0.len() {
-            if !(3..3 + m).contains(&j) {
-                assert_eq!(
-                    lin[j].to_parts(),
-                    l0[j].to_parts(),
-                    "{what}: lin[{j}] outside"
-                );
-                continue;
-            }
-            let (i, sum) = (pair(j - 3), T::add(l0[j], a0[pair(j - 3)]));
-            let (acc, zeroed) = if array_is_acc {
-                (got[i], lin[j])
-            } else {
-                (lin[j], got[i])
+    for on_device in [false, true] {
+        for (array_is_acc, take) in [(false, false), (false, true), (true, false), (true, true)] {
+            let what = format!(
+                "{:?}, linear on the {}, array {}, {}",
+                T::DTYPE,
+                if on_device { "device" } else { "host" },
+                if array_is_acc {
+                    "accumulates"
+                } else {
+                    "is the source"
+                },
+                if take { "and zero" } else { "accumulate only" }
+            );
+            let mut arr = CudaArray::<T>::new(s.context(), w, h, d).unwrap();
+            arr.copy_from_host(s, &a0).unwrap();
+            let ra = arr.region(at, (bw, bh, bd));
+            let mut host = l0.clone();
+            let mut dev = s.clone_htod(bytes_of(&l0)).unwrap();
+            let lin_after = {
+                let (p, _sync) = dev.device_ptr_mut(s);
+                // SAFETY: `dev` holds `l0.len()` elements of `T` (as bytes, 256-byte aligned),
+                // on this stream's device, used by nothing else while `raw` lives.
+                let mut raw =
+                    unsafe { RawShadow::new(MemoryKind::Device, p as *mut T, 0, l0.len(), "lin") }
+                        .unwrap();
+                let on = On::Stream(s);
+                let r = match (on_device, array_is_acc, take) {
+                    (false, false, false) => accumulate_region(on, &mut host, rl, &arr, ra),
+                    (false, false, true) => {
+                        accumulate_and_zero_region(on, &mut host, rl, &mut arr, ra)
+                    }
+                    (false, true, false) => accumulate_region(on, &mut arr, ra, &host, rl),
+                    (false, true, true) => {
+                        accumulate_and_zero_region(on, &mut arr, ra, &mut host, rl)
+                    }
+                    (true, false, false) => accumulate_region(on, &mut raw, rl, &arr, ra),
+                    (true, false, true) => {
+                        accumulate_and_zero_region(on, &mut raw, rl, &mut arr, ra)
+                    }
+                    (true, true, false) => accumulate_region(on, &mut arr, ra, &raw, rl),
+                    (true, true, true) => {
+                        accumulate_and_zero_region(on, &mut arr, ra, &mut raw, rl)
+                    }
+                };
+                r.unwrap_or_else(|e| panic!("{what}: {e}"));
+                on_device
             };
-            assert_eq!(
-                acc.to_parts(),
-                sum.to_parts(),
-                "{what}, array acc {array_is_acc}: {j}"
-            );
-            assert!(
-                is_zero(zeroed),
-                "{what}, array acc {array_is_acc}: {j} not zeroed"
-            );
-        }
-        for (i, (g, a)) in got.iter().zip(&a0).enumerate() {
-            if !in_array(i) {
-                assert_eq!(g.to_parts(), a.to_parts(), "{what}: array[{i}] outside");
+            let lin: Vec<T> = if lin_after {
+                let b = s.clone_dtoh(&dev).unwrap();
+                // SAFETY: the bytes of `l0.len()` elements of `T`, read unaligned.
+                (0..l0.len())
+                    .map(|k| unsafe { b.as_ptr().cast::<T>().add(k).read_unaligned() })
+                    .collect()
+            } else {
+                host
+            };
+            let got = arr.to_host(s).unwrap();
+            for j in 0..l0.len() {
+                if !(3..3 + m).contains(&j) {
+                    assert_eq!(
+                        lin[j].to_parts(),
+                        l0[j].to_parts(),
+                        "{what}: lin[{j}] outside"
+                    );
+                    continue;
+                }
+                let i = pair(j - 3);
+                let sum = T::add(l0[j], a0[i]);
+                let (acc, other, other0) = if array_is_acc {
+                    (got[i], lin[j], l0[j])
+                } else {
+                    (lin[j], got[i], a0[i])
+                };
+                assert_eq!(acc.to_parts(), sum.to_parts(), "{what}: element {j}");
+                if take {
+                    assert!(is_zero(other), "{what}: element {j} not zeroed");
+                } else {
+                    assert_eq!(other.to_parts(), other0.to_parts(), "{what}: source {j}");
+                }
+            }
+            for (i, (g, a)) in got.iter().zip(&a0).enumerate() {
+                if !in_array(i) {
+                    assert_eq!(g.to_parts(), a.to_parts(), "{what}: array[{i}] outside");
+                }
             }
         }
     }
 }
 
-/// Every element type an array holds, through both reverses.
+/// Every element type an array holds, through the four operations, staged and direct.
 #[test]
 #[ignore = "needs a GPU"]
 fn reverses_through_arrays_of_every_element_type() {

@@ -76,6 +76,8 @@ pub(crate) struct Kernels {
     pub(crate) sum_add: [sys::CUfunction; 6],
     /// `surface_zero_b2`, `_b4`, `_b8`, `_b16`.
     pub(crate) surface_zero: [sys::CUfunction; 4],
+    /// `array_pass_*`, indexed like [`super::region::SUMS`].
+    pub(crate) array_pass: [sys::CUfunction; 6],
 }
 
 // SAFETY: module and function handles are plain driver handles, usable from any thread on which
@@ -331,8 +333,10 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     }
     let sum_finish = function("region_sum_finish".into())?;
     let mut sum_add = [core::ptr::null_mut(); 6];
+    let mut array_pass = [core::ptr::null_mut(); 6];
     for (i, name) in super::region::SUMS.iter().enumerate() {
         sum_add[i] = function(format!("region_sum_add_{name}"))?;
+        array_pass[i] = function(format!("array_pass_{name}"))?;
     }
     Ok(Kernels {
         accumulate,
@@ -345,6 +349,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         sum_finish,
         sum_add,
         surface_zero,
+        array_pass,
     })
 }
 

@@ -7,7 +7,7 @@
 
 mod sum;
 
-pub(crate) use sum::{SUMS, SumTo, components, sum, sum_partials};
+pub(crate) use sum::{SUMS, SumTo, components, dtype_index, sum, sum_partials};
 
 use super::kernels::{THREADS, bind, real_kernel};
 use super::pool;
@@ -356,29 +356,46 @@ pub(crate) struct SurfaceBox {
     pub(crate) z: usize,
 }
 
-/// Sets a box of `shape` elements of `size` bytes (2, 4, 8 or 16) of a CUDA array to zero bits
-/// with the `surface_zero_b*` kernels on `stream`.
+/// What a surface kernel does to a box of a CUDA array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SurfaceOp {
+    /// `array[box] ← 0` (`surface_zero_b*`).
+    Zero,
+    /// One of the reverses with the box `lin` of device memory (`array_pass_*`, `mode` as in
+    /// `shadow.cu`): 0 `lin += array`, 1 and `array ← 0`, 2 `array += lin`, 3 and `lin ← 0`.
+    Pass { dtype: Dtype, lin: Side, mode: u32 },
+}
+
+/// Runs `op` on a box of `shape` elements of `size` bytes (2, 4, 8 or 16) of a CUDA array, through
+/// its surface, on `stream`.
 ///
 /// # Safety
 /// `b.surface` is a live surface object of the array on `stream`'s context, `b.dims` the array's
 /// dimensionality, and the box lies inside the array, its far corner (in bytes along x) within
-/// `i32`.
-pub(crate) unsafe fn zero_array_box(
+/// `i32`; for `Pass`, `lin` is a box of `shape` elements of `dtype` in device memory ordered on
+/// `stream`, not overlapping anything else the call touches.
+pub(crate) unsafe fn array_box(
     stream: &CudaStream,
     b: SurfaceBox,
     size: usize,
     shape: Shape,
+    op: SurfaceOp,
 ) -> Result<()> {
     if empty(shape) {
         return Ok(());
     }
     let loaded = pool::kernels(stream.context())?;
-    let f = loaded.surface_zero[match size {
-        2 => 0,
-        4 => 1,
-        8 => 2,
-        _ => 3,
-    }];
+    let f = match op {
+        SurfaceOp::Zero => {
+            loaded.surface_zero[match size {
+                2 => 0,
+                4 => 1,
+                8 => 2,
+                _ => 3,
+            }]
+        }
+        SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
+    };
     let (w, h, d) = shape;
     // Rows of a 1D array take whole blocks; boxes of 2D and 3D arrays take 16 × 16 tiles (the
     // faster shape for 16-byte elements, the same for 4-byte ones: docs/arrays.md).
@@ -394,7 +411,16 @@ pub(crate) unsafe fn zero_array_box(
     while z < d {
         let slab = (d - z).min(65535);
         let mut z0 = int(b.z as u64 + z);
-        let mut params: [*mut core::ffi::c_void; 7] = [
+        let (mut lin, mut row, mut slice, mut mode) = match op {
+            SurfaceOp::Zero => (0, 0, 0, 0),
+            SurfaceOp::Pass { lin, mode, .. } => (
+                lin.addr + z * lin.slice * size as u64,
+                lin.row,
+                lin.slice,
+                mode,
+            ),
+        };
+        let mut params: [*mut core::ffi::c_void; 11] = [
             (&raw mut surface).cast(),
             (&raw mut dims).cast(),
             (&raw mut x).cast(),
@@ -402,14 +428,23 @@ pub(crate) unsafe fn zero_array_box(
             (&raw mut z0).cast(),
             (&raw mut bw).cast(),
             (&raw mut bh).cast(),
+            (&raw mut lin).cast(),
+            (&raw mut row).cast(),
+            (&raw mut slice).cast(),
+            (&raw mut mode).cast(),
         ];
+        let used = match op {
+            SurfaceOp::Zero => 7,
+            SurfaceOp::Pass { .. } => 11,
+        };
         let grid = (
             w.div_ceil(block.0) as u32,
             h.div_ceil(block.1) as u32,
             slab as u32,
         );
-        // SAFETY: `params` matches `surface_zero_b*` (u64, u32, i32 × 5) and outlives the call;
-        // the box lies in the array by the caller's contract.
+        // SAFETY: `params` matches the kernel (`surface_zero_b*`: u64, u32, i32 × 5;
+        // `array_pass_*`: those, then a pointer, u64, u64, u32) and outlives the call; the boxes
+        // are valid by the caller's contract.
         unsafe {
             cudarc::driver::result::launch_kernel(
                 f,
@@ -417,10 +452,10 @@ pub(crate) unsafe fn zero_array_box(
                 (block.0 as u32, block.1 as u32, 1),
                 0,
                 stream.cu_stream(),
-                &mut params,
+                &mut params[..used],
             )
         }
-        .map_err(driver("cuLaunchKernel (surface_zero)"))?;
+        .map_err(driver("cuLaunchKernel (surface kernel)"))?;
         z += slab;
     }
     Ok(())

@@ -455,3 +455,60 @@ extern "C" __global__ void surface_zero_b8(u64 s, unsigned dims, int x, int y, i
 extern "C" __global__ void surface_zero_b16(u64 s, unsigned dims, int x, int y, int z, int w, int h) {
     surface_zero<uint4>(s, dims, x, y, z, w, h, make_uint4(0u, 0u, 0u, 0u));
 }
+
+// ---- Reverses with a CUDA array on one side and device memory on the other, in one pass: the
+// array box is read (and written) through the array's surface, so nothing is staged through linear
+// memory. MODE 0: lin += arr; 1: lin += arr, arr = 0; 2: arr += lin; 3: arr += lin, lin = 0.
+// T is the real type's struct, C the components per element (2 for complex), P the surface word
+// of one element. The linear box is `lin` with strides `row` and `slice` in elements; the array
+// box starts at element (x0, y0, z0) and is w x h x gridDim.z elements, as for surface_zero.
+template <typename P> __device__ __forceinline__ P surf_load(u64 s, unsigned dims, int bx, int y, int z) {
+    if (dims == 1) return surf1Dread<P>(s, bx);
+    if (dims == 2) return surf2Dread<P>(s, bx, y);
+    return surf3Dread<P>(s, bx, y, z);
+}
+template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, unsigned dims, int bx, int y, int z) {
+    if (dims == 1) surf1Dwrite(v, s, bx);
+    else if (dims == 2) surf2Dwrite(v, s, bx, y);
+    else surf3Dwrite(v, s, bx, y, z);
+}
+
+template <typename T, int C, typename P>
+__device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
+                                           typename T::S* lin, u64 row, u64 slice, unsigned mode) {
+    typedef typename T::S S;
+    union Word { P p; S s[C]; };
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    int bx = (x0 + x) * (int)sizeof(P), ay = y0 + y, az = z0 + (int)blockIdx.z;
+    S* l = lin + ((u64)blockIdx.z * slice + (u64)y * row + (u64)x) * C;
+    Word a;
+    a.p = surf_load<P>(surf, dims, bx, ay, az);
+    if (mode < 2) {
+        for (int c = 0; c < C; c++) l[c] = T::add(l[c], a.s[c]);
+        if (mode == 1) {
+            Word z;
+            for (int c = 0; c < C; c++) z.s[c] = T::zero();
+            surf_store<P>(z.p, surf, dims, bx, ay, az);
+        }
+    } else {
+        for (int c = 0; c < C; c++) a.s[c] = T::add(a.s[c], l[c]);
+        surf_store<P>(a.p, surf, dims, bx, ay, az);
+        if (mode == 3)
+            for (int c = 0; c < C; c++) l[c] = T::zero();
+    }
+}
+
+#define ARRAY_PASS_KERNEL(NAME, T, C, P)                                                          \
+    extern "C" __global__ void array_pass_##NAME(u64 s, unsigned dims, int x, int y, int z, int w, \
+                                                 int h, T::S* lin, u64 row, u64 slice,            \
+                                                 unsigned mode) {                                 \
+        array_pass<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode);                       \
+    }
+
+ARRAY_PASS_KERNEL(f32, F32, 1, unsigned)
+ARRAY_PASS_KERNEL(f64, F64, 1, uint2)
+ARRAY_PASS_KERNEL(f16, F16, 1, u16)
+ARRAY_PASS_KERNEL(bf16, BF16, 1, u16)
+ARRAY_PASS_KERNEL(c32, F32, 2, uint2)
+ARRAY_PASS_KERNEL(c64, F64, 2, uint4)

@@ -9,7 +9,7 @@
 use super::region::pair as linear_pair;
 use super::{On, Op, Source};
 use crate::device::pool::{self, Lease, Memory};
-use crate::device::region::{At, Shape, SurfaceBox, copy_box, zero_array_box};
+use crate::device::region::{At, Shape, SurfaceBox, SurfaceOp, array_box, copy_box};
 use crate::error::{Error, Result};
 use crate::memory::array::ArrayRef;
 use crate::memory::raw::RawShadow;
@@ -39,34 +39,81 @@ impl Place {
     }
 }
 
+impl Place {
+    /// The box's surface side, if the array has a surface and the box's coordinates fit the
+    /// kernels' 32-bit ones.
+    fn surface(self, (w, h, d): Shape, size: usize) -> Option<SurfaceBox> {
+        let fits = |v: u64| i32::try_from(v).is_ok();
+        let fit = fits((self.x as u64 + w) * size as u64)
+            && fits(self.y as u64 + h)
+            && fits(self.z as u64 + d);
+        Some(SurfaceBox {
+            surface: self.surface.filter(|_| fit)?,
+            dims: self.dims,
+            x: self.x,
+            y: self.y,
+            z: self.z,
+        })
+    }
+}
+
 /// `array[box] ← 0` on `s`, for a box of `shape` elements of `size` bytes checked by [`place`]:
 /// the surface-store kernel, or, for an array without a surface object, a copy from the pool's
 /// zero buffer (a few times slower: docs/arrays.md).
 fn zero_box(s: &CudaStream, p: Place, size: usize, shape: Shape) -> Result<()> {
     let (w, h, d) = shape;
-    // The kernel's coordinates are 32-bit; past that, the copy.
-    let fits = |v: u64| i32::try_from(v).is_ok();
-    let small =
-        fits((p.x as u64 + w) * size as u64) && fits(p.y as u64 + h) && fits(p.z as u64 + d);
-    match p.surface {
-        // SAFETY: the surface is the array's own, `place` checked the box against it, and its
-        // coordinates fit.
-        Some(surface) if small => unsafe {
-            let b = SurfaceBox {
-                surface,
-                dims: p.dims,
-                x: p.x,
-                y: p.y,
-                z: p.z,
-            };
-            zero_array_box(s, b, size, shape)
-        },
-        _ => {
+    match p.surface(shape, size) {
+        // SAFETY: the surface is the array's own, and `place` checked the box against it.
+        Some(b) => unsafe { array_box(s, b, size, shape, SurfaceOp::Zero) },
+        None => {
             let z = pool::zeros(s, (w * h * d) as usize * size)?;
             // SAFETY: the zero buffer holds the box's elements and is never written.
             unsafe { copy_box(s, size, p.at(), (At::Unified(z), w, w * h), shape) }
         }
     }
+}
+
+/// Whether the reverse can run in one pass through the array's surface (`array_pass`): the array
+/// has a surface the box fits, and the linear side (`lin`: its kind, whether its context is the
+/// stream's, its length) is device memory of the stream's context (or of no named context). Then the surface side, and the
+/// linear box's strides, checked against its buffer.
+fn direct<T: crate::element::Differentiable>(
+    p: Place,
+    r: &Pitched,
+    (kind, same_context, len): (MemoryKind, bool, usize),
+) -> Result<Option<(SurfaceBox, crate::region::Strides)>> {
+    let shape = (r.width as u64, r.height as u64, r.depth as u64);
+    match p.surface(shape, size_of::<T>()) {
+        Some(b) if kind == MemoryKind::Device && same_context => {
+            Ok(Some((b, r.check::<T>("the linear box", len)?)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Runs `array_pass` with `mode` (see [`SurfaceOp::Pass`]) on a plan of [`direct`], the linear
+/// box's elements at device address `addr`.
+///
+/// # Safety
+/// `addr` is the linear buffer's device address, ordered on `s`, held for the call.
+unsafe fn pass<T: crate::element::Differentiable>(
+    s: &CudaStream,
+    (b, strides): (SurfaceBox, crate::region::Strides),
+    r: &Pitched,
+    addr: u64,
+    mode: u32,
+) -> Result<()> {
+    let shape = (r.width as u64, r.height as u64, r.depth as u64);
+    let lin = super::region::side::<T>(addr, strides);
+    let op = SurfaceOp::Pass {
+        dtype: T::DTYPE,
+        lin,
+        mode,
+    };
+    // SAFETY: the array box was checked by `place` and fits the kernel's coordinates (`direct`);
+    // the linear box was checked against its buffer, device memory at `addr` ordered on `s`,
+    // which never overlaps an array.
+    unsafe { array_box(s, b, size_of::<T>(), shape, op) }
 }
 
 /// Where box `r` of array `a` starts. The box must use the array's own layout (pitch
@@ -233,6 +280,62 @@ where
             Overlap::Same if op == Op::AccumulateAndZero => return Ok(()),
             _ => {}
         }
+    }
+    // One side an array with a surface, the other device memory: one kernel, nothing staged. The
+    // linear side's address guard is held across the launch. Memory that names no context (raw
+    // device pointers) is on the stream's device by its constructor's contract.
+    let same = |c: Option<&std::sync::Arc<cudarc::driver::CudaContext>>| {
+        c.is_none_or(|c| c.cu_ctx() == s.context().cu_ctx())
+    };
+    let mut acc = acc;
+    let mut src = src;
+    let no_address = |kind| Error::UnsupportedKinds {
+        op: op.name(),
+        dst: kind_a,
+        src: kind,
+        why: "device memory without a device address",
+    };
+    let done = match (&mut acc, &mut src, pa, pb) {
+        (Either::Linear(l), Either::Array(_), None, Some(p)) => {
+            let mode = if op == Op::AccumulateAndZero { 1 } else { 0 };
+            match direct::<A::Elem>(p, &ra, (l.kind(), same(l.context()), l.len()))? {
+                Some(plan) => {
+                    let d = l.device_mut(s).ok_or_else(|| no_address(kind_a))?;
+                    // SAFETY: `d` is the accumulator's address on `s`, held for the call.
+                    unsafe { pass::<A::Elem>(s, plan, &ra, d.addr(), mode)? };
+                    true
+                }
+                None => false,
+            }
+        }
+        (Either::Array(_), Either::Linear(b), Some(p), None) => {
+            let plan = match b.get() {
+                Some(m) => direct::<A::Elem>(p, &rb, (m.kind(), same(m.context()), m.len()))?,
+                None => None,
+            };
+            match (plan, b) {
+                (Some(plan), Source::Read(m)) => {
+                    let d = m.device(s).ok_or_else(|| no_address(kind_b))?;
+                    // SAFETY: `d` is the source's address on `s`, held for the call.
+                    unsafe { pass::<A::Elem>(s, plan, &rb, d.addr(), 2)? };
+                    true
+                }
+                (Some(plan), Source::Take(m)) => {
+                    let d = m.device_mut(s).ok_or_else(|| no_address(kind_b))?;
+                    // SAFETY: as above.
+                    unsafe { pass::<A::Elem>(s, plan, &rb, d.addr(), 3)? };
+                    true
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    if done {
+        for a in [arrays.0, arrays.1].into_iter().flatten() {
+            a.record(s)?;
+        }
+        return Ok(());
     }
     let (w, h, d) = ra.shape();
     let n = ra.elements();

@@ -12,6 +12,18 @@ use cudarc::driver::CudaStream;
 /// The sum kernels, in the order they are loaded.
 pub(crate) const SUMS: [&str; 6] = ["f32", "f64", "f16", "bf16", "c32", "c64"];
 
+/// The index of `dtype`'s kernel among those named like [`SUMS`].
+pub(crate) fn dtype_index(dtype: Dtype) -> usize {
+    match dtype {
+        Dtype::F32 => 0,
+        Dtype::F64 => 1,
+        Dtype::F16 => 2,
+        Dtype::Bf16 => 3,
+        Dtype::C32 => 4,
+        Dtype::C64 => 5,
+    }
+}
+
 /// How many partial sums (`f64`, one per component) the reduction of a box writes.
 pub(crate) fn sum_partials(dtype: Dtype, shape: Shape) -> usize {
     let (_, gx, gy) = walk_sum(shape);
@@ -49,14 +61,7 @@ pub(crate) unsafe fn sum(
     to: SumTo,
 ) -> Result<()> {
     let loaded = pool::kernels(stream.context())?;
-    let index = match dtype {
-        Dtype::F32 => 0,
-        Dtype::F64 => 1,
-        Dtype::F16 => 2,
-        Dtype::Bf16 => 3,
-        Dtype::C32 => 4,
-        Dtype::C64 => 5,
-    };
+    let index = dtype_index(dtype);
     let (mut walk_, gx, gy) = walk_sum(shape);
     let mut blocks = u64::from(gx) * u64::from(gy);
     let (mut p, mut r, mut sl, mut part) = (src.addr, src.row, src.slice, partials);
