@@ -3,11 +3,12 @@
 //! its extent, its element format and its context; destroyed on drop, after the last work the
 //! runtime enqueued on it.
 //!
-//! Shadow work on arrays stages through pooled linear memory (a box copy in, the strided kernels,
-//! a box copy out). Zeroing, which memset cannot do on arrays (the reason the seed dropped array
-//! support), is a kernel of surface stores: arrays are created surface-capable, each with its
-//! surface object; an array past the device's surface limits is plain, and zeroed by a copy from
-//! a zero buffer.
+//! Arrays are created surface-capable, each with its surface object, so that kernels reach them:
+//! zeroing, which memset cannot do on arrays (the reason the seed dropped array support), is a
+//! kernel of surface stores, and a reverse between an array and device memory is one kernel.
+//! Other shadow work stages through pooled linear memory (a box copy in, the strided kernels, a
+//! box copy out). An array past the device's surface limits is plain: staged, and zeroed by a copy
+//! from a zero buffer.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::cuda::driver;

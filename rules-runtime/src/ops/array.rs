@@ -1,8 +1,14 @@
-//! Region operations with CUDA array memory on either side. An array has no address: its box is
-//! copied into pooled linear device memory (`cuMemcpy3DAsync`), the linear operation runs there
-//! (the strided kernels, or the host routes for host memory on the other side), an accumulator's
-//! box is copied back, and a source's box is zeroed by a kernel of surface stores (memset is
-//! invalid on arrays), or by a copy from the pool's zero buffer for an array without a surface.
+//! Region operations with CUDA array memory on either side. An array has no address; the kernels
+//! reach it through its surface object.
+//! - Array and device memory of the stream's context: one kernel (`array_pass_*`) reads the array
+//!   box through the surface, adds, and writes the sum and the zeros where they go.
+//! - Otherwise (host, pinned or unified memory, another array, an array without a surface): the
+//!   array box is copied into pooled linear device memory (`cuMemcpy3DAsync`), the linear
+//!   operation runs there (the strided kernels, or the host routes for host memory on the other
+//!   side), an accumulator's box is copied back, and a source's box is zeroed by a kernel of
+//!   surface stores (memset is invalid on arrays), or by a copy from the pool's zero buffer for an
+//!   array without a surface.
+//!
 //! Everything is ordered on the copy's stream; nothing waits on the host beyond what the linear
 //! route does.
 
