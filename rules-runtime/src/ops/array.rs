@@ -80,9 +80,9 @@ fn zero_box(s: &CudaStream, p: Place, size: usize, shape: Shape) -> Result<()> {
 }
 
 /// Whether the reverse can run in one pass through the array's surface (`array_pass`): the array
-/// has a surface the box fits, and the linear side (`lin`: its kind, whether its context is the
-/// stream's, its length) is device memory of the stream's context (or of no named context). Then the surface side, and the
-/// linear box's strides, checked against its buffer.
+/// has a surface the box fits, and the linear side (its kind, whether its context is the
+/// stream's or unnamed, its length) is device memory of the stream's context. Then the surface
+/// side, and the linear box's strides, checked against its buffer.
 fn direct<T: crate::element::Differentiable>(
     p: Place,
     r: &Pitched,
