@@ -207,12 +207,7 @@ pub(crate) unsafe fn fill(
     let (f, unit) = if vec {
         (loaded.fill[3], 16 / size)
     } else {
-        let i = match size {
-            2 => 0,
-            4 => 1,
-            8 => 2,
-            _ => 3,
-        };
+        let i = by_size(size);
         (loaded.fill[i], 1)
     };
     let (mut walk, gx, gy) = walk((w / unit, h, d));
@@ -237,6 +232,17 @@ pub(crate) unsafe fn fill(
             &mut params,
             "cuLaunchKernel (region fill)",
         )
+    }
+}
+
+/// The index of the kernel for elements of `size` bytes among those suffixed `_b2`, `_b4`, `_b8`,
+/// `_b16` (`region_fill_b*`, `surface_zero_b*`).
+fn by_size(size: u64) -> usize {
+    match size {
+        2 => 0,
+        4 => 1,
+        8 => 2,
+        _ => 3,
     }
 }
 
@@ -344,7 +350,7 @@ pub(crate) unsafe fn copy_box(
         .map_err(driver("cuMemcpy3DAsync (region staging)"))
 }
 
-/// Where a box of a CUDA array is, for [`zero_array_box`]: the array's surface object, the
+/// Where a box of a CUDA array is, for [`array_box`]: the array's surface object, the
 /// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
 /// first element.
 #[derive(Clone, Copy, Debug)]
@@ -386,14 +392,7 @@ pub(crate) unsafe fn array_box(
     }
     let loaded = pool::kernels(stream.context())?;
     let f = match op {
-        SurfaceOp::Zero => {
-            loaded.surface_zero[match size {
-                2 => 0,
-                4 => 1,
-                8 => 2,
-                _ => 3,
-            }]
-        }
+        SurfaceOp::Zero => loaded.surface_zero[by_size(size as u64)],
         SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
     };
     let (w, h, d) = shape;
