@@ -138,12 +138,31 @@ impl<const N: usize> SameWidth<AnyWidth> for Lanes<N> {}
 impl<const N: usize> SameWidth<Lanes<N>> for AnyWidth {}
 impl SameWidth<AnyWidth> for AnyWidth {}
 
-/// What every activity says about itself.
+/// Sealing of the activity traits: the runtime plans a call on what [`DstArg::lane`] and
+/// [`SrcArg::lane`] answer and then writes through [`DstArg::lane_mut`], so the only
+/// implementations are this module's, whose answers are the wrapped references themselves.
+/// Users never need to implement an activity: they wrap their buffers in the types above.
+mod sealed {
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not one of the runtime's activities",
+        label = "activities are sealed: wrap the argument in `Const`, `Duplicated`, `DuplicatedOnly`, `Active` or `Dual`",
+        note = "the runtime plans the shadow work on what an activity answers and then writes through it, so only its own activity types are accepted"
+    )]
+    pub trait Sealed {}
+    impl<P> Sealed for super::Const<P> {}
+    impl<P, S, const N: usize> Sealed for super::Duplicated<P, S, N> {}
+    impl<P, S, const N: usize> Sealed for super::DuplicatedOnly<P, S, N> {}
+    impl<T> Sealed for super::Active<T> {}
+    impl<T, const N: usize> Sealed for super::Dual<T, N> {}
+}
+
+/// What every activity says about itself. Sealed: implemented by [`Const`], [`Duplicated`],
+/// [`DuplicatedOnly`], [`Active`] and [`Dual`] only.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an activity: a generated rule takes its buffers wrapped in `Const`, `Duplicated` or `DuplicatedOnly`",
     label = "wrap this argument, e.g. `Const(&x)` or `Duplicated::new(&x, &mut dx)`"
 )]
-pub trait Activity {
+pub trait Activity: sealed::Sealed {
     /// [`AnyWidth`] or [`Lanes<N>`].
     type Width: LaneArray;
     /// Number of shadows (0 for [`Const`]).
@@ -374,7 +393,7 @@ impl<T: Copy, const N: usize> ForwardValue<T> for Dual<T, N> {
     label = "expected `Const(v)` or `Active(v)`",
     note = "`Dual` is for forward mode; in reverse mode the value's derivative is returned by the reverse rule"
 )]
-pub trait ReverseValue<T> {
+pub trait ReverseValue<T>: sealed::Sealed {
     /// Whether the derivative is wanted.
     const ACTIVE: bool;
     /// What the reverse rule returns for a destination of batch width `W`: `()` for `Const`, one

@@ -101,20 +101,44 @@ impl<'c> Collective<'c> {
 
 /// What the augmented primal of a collective hands to its reverse: the collective and the shape
 /// it ran with, so that the reverse can check it is given the same arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Move-only, and consumed by the reverse: one augmented primal, one reverse. Its fields are
+/// read-only: a tape is made by the augmented primal alone.
+#[derive(Debug, PartialEq, Eq)]
 pub struct CollectiveTape {
+    pub(crate) op: Op,
+    pub(crate) rank: usize,
+    pub(crate) world_size: usize,
+    pub(crate) src_len: usize,
+    pub(crate) dst_len: usize,
+    pub(crate) width: usize,
+}
+
+impl CollectiveTape {
     /// The operation, with its ranks.
-    pub op: Op,
+    pub fn op(&self) -> Op {
+        self.op
+    }
     /// This rank.
-    pub rank: usize,
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
     /// The communicator's number of ranks.
-    pub world_size: usize,
+    pub fn world_size(&self) -> usize {
+        self.world_size
+    }
     /// Elements of `x` on this rank (0 when the rule has no `x` or does not read it here).
-    pub src_len: usize,
+    pub fn src_len(&self) -> usize {
+        self.src_len
+    }
     /// Elements of `y` on this rank (0 when the rule has no `y` or does not write it here).
-    pub dst_len: usize,
+    pub fn dst_len(&self) -> usize {
+        self.dst_len
+    }
     /// The number of shadow collectives per call (the batch width).
-    pub width: usize,
+    pub fn width(&self) -> usize {
+        self.width
+    }
 }
 
 /// Forward lane: the collective on the tangents (zeros for a `Const` input, a dropped result for

@@ -336,7 +336,8 @@ fn a_shadow_of_the_wrong_length_is_refused_in_every_mode() {
     let n = 4;
     let x = ramp::<f64>(n, 1.0);
     let y0 = ramp::<f64>(n, 10.0);
-    let good_tape = {
+    // Tapes are consumed by the reverse: one per call.
+    let good_tape = || {
         let (mut y, mut dy, mut dx) = (
             y0.clone(),
             [vec![0.0; n], vec![0.0; n], vec![0.0; n]],
@@ -371,7 +372,7 @@ fn a_shadow_of_the_wrong_length_is_refused_in_every_mode() {
         );
         assert_length_mismatch(r.map(drop), n, n - 1, &what);
         let r = copy_slice_rule().reverse(
-            good_tape,
+            good_tape(),
             Duplicated::batch(&mut y[..], lanes(&mut dy)),
             Duplicated::batch(&x[..], lanes(&mut dx)),
         );
@@ -405,12 +406,14 @@ fn assert_tape_mismatch(r: Result<(), Error>) {
 fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     let x4 = ramp::<f64>(4, 1.0);
     let (mut y4, mut dy4, mut dx4) = (vec![0.0; 4], vec![0.0; 4], vec![0.0; 4]);
-    let tape_n4 = copy_slice_rule()
-        .augmented_primal(
-            Duplicated::new(&mut y4[..], &mut dy4[..]),
-            Duplicated::new(&x4[..], &mut dx4[..]),
-        )
-        .unwrap();
+    // Tapes are consumed by the reverse: the augmented primal runs again for each try (it writes
+    // `y4 ← x4` again, and no shadow).
+    let tape = |y4: &mut [f64], dy4: &mut [f64], dx4: &mut [f64]| {
+        copy_slice_rule()
+            .augmented_primal(Duplicated::new(y4, dy4), Duplicated::new(&x4[..], dx4))
+            .unwrap()
+    };
+    let tape_n4 = tape(&mut y4, &mut dy4, &mut dx4);
     assert_eq!((tape_n4.n(), tape_n4.width()), (4, 1));
 
     // Another length.
@@ -428,6 +431,7 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     dy4 = vec![2.0; 4];
     let mut dy = [vec![2.0; 4], vec![2.0; 4], vec![2.0; 4]];
     let mut dx = [vec![3.0; 4], vec![3.0; 4], vec![3.0; 4]];
+    let tape_n4 = tape(&mut y4, &mut dy4, &mut dx4);
     let r = copy_slice_rule().reverse(
         tape_n4,
         Duplicated::batch(&mut y4[..], lanes(&mut dy)),
@@ -435,6 +439,7 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     );
     assert_tape_mismatch(r);
     assert!(dy.iter().all(|l| l[..] == [2.0; 4]) && dx.iter().all(|l| l[..] == [3.0; 4]));
+    let tape_n4 = tape(&mut y4, &mut dy4, &mut dx4);
     let r = copy_slice_rule().reverse(
         tape_n4,
         Const(&mut y4[..]),
@@ -444,6 +449,7 @@ fn a_tape_from_other_arguments_is_refused_and_changes_nothing() {
     assert_eq!((&dy4, &dx4), (&vec![2.0; 4], &vec![0.0; 4]));
 
     // The matching arguments are accepted.
+    let tape_n4 = tape(&mut y4, &mut dy4, &mut dx4);
     copy_slice_rule()
         .reverse(
             tape_n4,
@@ -460,16 +466,23 @@ fn a_pointer_tape_with_other_offsets_is_refused_and_changes_nothing() {
     let mut y = ramp::<f64>(8, 10.0);
     let (mut dx, mut dy) = (ramp::<f64>(8, 20.0), ramp::<f64>(8, 30.0));
     let calls = Cell::new(0);
-    let tape = unsafe {
-        copy_within_rule(&calls, 1, 2, 3).augmented_primal(
-            Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
-            Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
-        )
-    }
-    .unwrap();
-    assert_eq!((tape.dst_offset(), tape.src_offset(), tape.n()), (1, 2, 3));
+    // Tapes are consumed by the reverse: one per try, from the same call.
+    let mut tape = || {
+        unsafe {
+            copy_within_rule(&calls, 1, 2, 3).augmented_primal(
+                Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()),
+                Duplicated::new(x.as_ptr(), dx.as_mut_ptr()),
+            )
+        }
+        .unwrap()
+    };
+    let tapes: Vec<_> = (0..3).map(|_| tape()).collect();
+    assert_eq!(
+        (tapes[0].dst_offset(), tapes[0].src_offset(), tapes[0].n()),
+        (1, 2, 3)
+    );
     let before = (y.clone(), dy.clone(), dx.clone());
-    for (doff, soff, n) in [(2, 1, 3), (1, 2, 4), (0, 2, 3)] {
+    for ((doff, soff, n), tape) in [(2, 1, 3), (1, 2, 4), (0, 2, 3)].into_iter().zip(tapes) {
         let r = unsafe {
             copy_within_rule(&calls, doff, soff, n).reverse(
                 tape,
@@ -564,11 +577,15 @@ fn absurd_offsets_give_range_overflow_and_change_nothing() {
     let mut y = ramp::<f64>(4, 10.0);
     let (mut dx, mut dy) = (ramp::<f64>(4, 20.0), ramp::<f64>(4, 30.0));
     let calls = Cell::new(0);
-    let good_tape = unsafe {
-        copy_within_rule(&Cell::new(0), 0, 0, 4)
-            .augmented_primal(Const(y.as_mut_ptr()), Const(x.as_ptr()))
-    }
-    .unwrap();
+    // Tapes are consumed by the reverse: one per try.
+    let mut good_tape = || {
+        unsafe {
+            copy_within_rule(&Cell::new(0), 0, 0, 4)
+                .augmented_primal(Const(y.as_mut_ptr()), Const(x.as_ptr()))
+        }
+        .unwrap()
+    };
+    let mut tapes: Vec<_> = (0..4).map(|_| good_tape()).collect();
     let before = (y.clone(), dy.clone(), dx.clone());
     // offset + len overflows usize; (offset + len) · 8 overflows; base + bytes overflows.
     let cases = [
@@ -609,7 +626,7 @@ fn absurd_offsets_give_range_overflow_and_change_nothing() {
             );
             check(
                 copy_within_rule(&calls, doff, soff, 4).reverse(
-                    good_tape,
+                    tapes.pop().expect("one tape per case"),
                     Const(y.as_mut_ptr()),
                     Const(x.as_ptr()),
                 ),

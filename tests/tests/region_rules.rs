@@ -984,13 +984,14 @@ fn bad_boxes_are_typed_errors_before_any_write() {
         assert!(matches!(e, Error::BadRegion { .. }), "{e}");
         assert_eq!((&y, &dy), (&y0, &dy0));
     }
-    // A lane whose shadow is too short fails before lane 0 is written.
+    // A lane whose shadow is too short (a shadow has its primal's length, as for a plain copy)
+    // fails before lane 0 is written.
     dy[2].truncate(3);
     let dy0 = dy.clone();
     let e = copy2d_host_rule(g.pitch::<f32>(g.dst), sp, g.w, g.h)
         .forward(Duplicated::batch(&mut y[..], lanes(&mut dy)), Const(&x[..]))
         .unwrap_err();
-    assert!(matches!(e, Error::BadRegion { .. }), "{e}");
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
     assert_eq!((&y, &dy), (&y0, &dy0));
 }
 

@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn tapes_must_match() {
-        let t = CollectiveTape {
+        let t = || CollectiveTape {
             op: Op::AllGather,
             rank: 0,
             world_size: 2,
@@ -329,8 +329,8 @@ mod tests {
             dst_len: 6,
             width: 1,
         };
-        assert!(check_tape(&t, t).is_ok());
-        let e = check_tape(&t, CollectiveTape { width: 3, ..t }).unwrap_err();
+        assert!(check_tape(&t(), t()).is_ok());
+        let e = check_tape(&t(), CollectiveTape { width: 3, ..t() }).unwrap_err();
         assert!(matches!(e, Error::TapeMismatch(_)), "{e}");
     }
 

@@ -166,27 +166,6 @@ pub(crate) unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize)
     .map_err(driver("cuLaunchKernel (zero_streaming)"))
 }
 
-/// Copies `bytes` bytes from host `src` to device `dst` on `stream`.
-///
-/// # Safety
-/// Valid ranges; `src` is read before the call returns (pageable) or before the stream reaches
-/// the copy (pinned).
-pub(crate) unsafe fn copy_htod(
-    stream: &CudaStream,
-    dst: u64,
-    src: *const u8,
-    bytes: usize,
-) -> Result<()> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    bind(stream)?;
-    // SAFETY: by the caller's contract.
-    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
-        .result()
-        .map_err(driver("cuMemcpyHtoDAsync"))
-}
-
 /// Copies `bytes` bytes from device `src` to host `dst` on `stream`.
 ///
 /// # Safety

@@ -303,10 +303,23 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     // SAFETY: `ptx` is a NUL-terminated PTX image.
     let module = unsafe { result::module::load_data(ptx.as_ptr().cast()) }
         .map_err(driver("cuModuleLoadData (shadow kernels)"))?;
+    // Every function is loaded now, not at its first launch: under CUDA's lazy loading (the
+    // default since CUDA 12.2) a first launch loads the function, which can wait for the context's
+    // work in flight, so a call that should only enqueue would block the host behind earlier work
+    // on its stream. Asking for an attribute makes the driver load the function.
     let function = |name: String| {
         let name = CString::new(name).expect("kernel names have no NUL byte");
-        // SAFETY: `module` was just loaded.
-        unsafe { result::module::get_function(module, name) }.map_err(driver("cuModuleGetFunction"))
+        // SAFETY: `module` was just loaded; the function exists once `get_function` returns it.
+        unsafe {
+            let f = result::module::get_function(module, name)
+                .map_err(driver("cuModuleGetFunction"))?;
+            result::function::get_function_attribute(
+                f,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            )
+            .map_err(driver("cuFuncGetAttribute (loading a shadow kernel)"))?;
+            Ok(f)
+        }
     };
     let mut accumulate = [core::ptr::null_mut(); 4];
     let mut fused = [core::ptr::null_mut(); 4];

@@ -346,8 +346,35 @@ impl ArrayRef<'_> {
         }
     }
 
+    /// Orders `stream` after the last work the runtime enqueued on the array (on any stream):
+    /// every operation on an array calls this before its first work and [`Self::record`] after
+    /// its last, so that work on the array is ordered across streams as cudarc orders its
+    /// buffers' work.
+    pub(crate) fn wait(&self, stream: &CudaStream) -> Result<()> {
+        let Some(last) = self.last else {
+            return Ok(());
+        };
+        let last = last.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(e) = *last else { return Ok(()) };
+        let _current = CurrentContext::save();
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
+        // SAFETY: `e` is a live event of the array's context (destroyed only by the array's
+        // drop, which `self` borrows against); a stream may wait on an event of any context.
+        unsafe {
+            result::stream::wait_event(
+                stream.cu_stream(),
+                e,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(driver("cuStreamWaitEvent (CUDA array)"))
+    }
+
     /// Records the end of the work just enqueued on `stream` (of the array's context), for the
-    /// array's drop.
+    /// array's drop and for the next operation on the array ([`Self::wait`]).
     pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {
         let Some(last) = self.last else {
             return Ok(());

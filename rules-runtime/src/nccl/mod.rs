@@ -199,13 +199,23 @@ impl NcclElement for f64 {}
 impl NcclElement for half::f16 {}
 impl NcclElement for half::bf16 {}
 
-/// A buffer a collective rule can send: cudarc device memory of an [`NcclElement`].
+/// Sealing of [`CollectiveSrc`] and [`CollectiveDst`]: NCCL is given the view they return and a
+/// count taken from [`ShadowRead::len`](crate::ShadowRead::len), so only cudarc's own buffers,
+/// whose view is the whole buffer, implement them.
+mod sealed {
+    pub trait Sealed {}
+    impl<T> Sealed for cudarc::driver::CudaSlice<T> {}
+    impl<T> Sealed for cudarc::driver::CudaViewMut<'_, T> {}
+}
+
+/// A buffer a collective rule can send: cudarc device memory of an [`NcclElement`]. Sealed:
+/// implemented for `CudaSlice<T>` and `CudaViewMut<T>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory an NCCL collective can read",
     label = "collective rules move cudarc device buffers",
     note = "use `CudaSlice<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16` (not a read-only `CudaView`: the reverse pass accumulates into the input's shadow)"
 )]
-pub trait CollectiveSrc: ShadowMemory<Elem: NcclElement> {
+pub trait CollectiveSrc: sealed::Sealed + ShadowMemory<Elem: NcclElement> {
     /// The whole buffer, for reading.
     fn view(&self) -> CudaView<'_, Self::Elem>;
 }

@@ -161,9 +161,11 @@ pub(crate) fn place(a: &ArrayRef<'_>, r: &Pitched, what: &str) -> Result<Place> 
     })
 }
 
-fn check_context(a: &ArrayRef<'_>, s: &CudaStream, what: &str) -> Result<()> {
+/// Checks that `a` belongs to `s`'s context, and orders `s` after the array's last work: called
+/// by every array operation before it enqueues anything on the array.
+pub(crate) fn check_context(a: &ArrayRef<'_>, s: &CudaStream, what: &str) -> Result<()> {
     if a.ctx.cu_ctx() == s.context().cu_ctx() {
-        Ok(())
+        a.wait(s)
     } else {
         Err(Error::ContextMismatch {
             what: what.to_string(),
@@ -373,6 +375,9 @@ where
         }
     };
     let on = On::Stream(s);
+    // A linear source taken into an array: zeroed only after the sum is back in the array (the
+    // copy back can still fail; the source must then still hold its cotangent).
+    let mut zero_linear_source = None;
     match (&la, &lb, acc, src) {
         // The same box on both sides: accumulate doubles it (the zeroing case returned above).
         (Some(l), None, _, Either::Array(_)) => {
@@ -400,12 +405,13 @@ where
         (Some(l), None, _, Either::Linear(Source::Take(b))) => {
             linear_pair(
                 on,
-                Op::AccumulateAndZero,
+                Op::Accumulate,
                 &mut view(l)?,
                 packed,
-                Source::Take(b),
+                Source::Read(&*b),
                 rb,
             )?;
+            zero_linear_source = Some(b);
         }
         (Some(l), None, _, Either::Linear(Source::Read(b))) => {
             linear_pair(
@@ -433,6 +439,9 @@ where
     if let (Some(p), Some(l)) = (pa, &la) {
         // SAFETY: the staged box back into the checked array box, ordered after the kernels.
         unsafe { copy_box(s, size, p.at(), linear(l.ptr()), shape)? };
+    }
+    if let Some(b) = zero_linear_source {
+        super::region::zero_region(on, b, rb)?;
     }
     if let (Some(p), Op::AccumulateAndZero) = (pb, op)
         && !same_box

@@ -92,7 +92,15 @@ where
 {
     let bytes = n * size_of::<A::Elem>();
     {
-        let h = host_of(op, src.get().expect("a staged route has a source"), n)?;
+        let b = src.get().ok_or_else(|| {
+            unsupported(
+                op,
+                acc.kind(),
+                crate::MemoryKind::Host,
+                "a staged route needs a source",
+            )
+        })?;
+        let h = host_of(op, b, n)?;
         let acc_kind = acc.kind();
         let a = acc.device_mut(s).ok_or_else(|| {
             unsupported(op, acc_kind, crate::MemoryKind::Host, "no device address")
@@ -101,11 +109,11 @@ where
             // SAFETY: `a` holds `n` elements ordered on `s`; host-only memory cannot overlap it.
             unsafe { pipeline::stage_in(s, a.addr(), h)? };
         } else {
-            let stage = Lease::new(Memory::Device, bytes, s, s)?;
-            // SAFETY: the lease holds at least `bytes`; `h` holds `n` elements and is not
-            // written until the stream has been synchronised below.
-            unsafe { kernels::copy_htod(s, stage.ptr(), h.as_ptr().cast(), bytes)? };
-            // SAFETY: `a` and the staging buffer hold `n` elements, ordered on `s`.
+            // The source is copied by the host into pooled page-locked memory, which the kernel
+            // reads in place: nothing reads the borrowed `h` once this returns.
+            let stage = Lease::pinned_copy_of(h, s)?;
+            // SAFETY: `a` holds `n` elements ordered on `s`; the staging buffer holds `n`
+            // elements of page-locked memory, reachable by kernels at its host address.
             unsafe { kernels::accumulate(s, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
         }
     }

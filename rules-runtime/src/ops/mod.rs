@@ -24,7 +24,9 @@
 
 pub(crate) mod cross;
 pub use on::{AsStream, On};
-pub(crate) use route::{Operand, Plan, Route, StreamRef, capturing, plan, plan_with};
+pub(crate) use route::{
+    Operand, Plan, Route, StreamRef, capturing, plan, plan_with, refuse_call_in_capture,
+};
 pub use saved::{SavedRegion, restore_region, save_region};
 pub use sum::{accumulate_sum_region, sum_region};
 pub(crate) mod array;

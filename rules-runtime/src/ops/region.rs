@@ -197,29 +197,17 @@ where
             }
         }
         Route::StageIn { stream } => {
-            // A device-reachable accumulator, a host-only source: stage the source's box packed
-            // into pooled device memory, add it with the region kernel, then zero the source's box
-            // from the host once the copy has read it.
+            // A device-reachable accumulator, a host-only source: the host packs the source's box
+            // into pooled page-locked memory (nothing reads the borrowed source once this
+            // returns), the region kernel adds it in place, then the host zeroes the source's box
+            // once the stream is done with it.
             let n = ra.elements();
-            let stage = Lease::new(Memory::Device, n * size_el, &stream, &stream)?;
-            {
-                let h = host_of(op, src.get().expect("source"))?;
-                // SAFETY: `h` is the whole source buffer, its box checked; the lease holds `n`
-                // elements; `h` is not written before the stream is synchronised below.
-                unsafe {
-                    launch::copy_box(
-                        &stream,
-                        size_el,
-                        (At::Unified(stage.ptr()), shape3.0, shape3.0 * shape3.1),
-                        (
-                            At::Host(h.as_ptr() as u64 + (sb.offset * size_el) as u64),
-                            sb.row as u64,
-                            sb.slice as u64,
-                        ),
-                        shape3,
-                    )?
-                };
-            }
+            let stage = {
+                let h = host_of(op, b)?;
+                let mut packed = Vec::with_capacity(n);
+                sb.each_row(&rb, |e| packed.extend_from_slice(&h[e..e + rb.width]));
+                Lease::pinned_copy_of(&packed, &stream)?
+            };
             {
                 let a = acc
                     .device_mut(&stream)
@@ -229,7 +217,8 @@ where
                     row: shape3.0,
                     slice: shape3.0 * shape3.1,
                 };
-                // SAFETY: the accumulator's box was checked; the staged box is packed, `n` elements.
+                // SAFETY: the accumulator's box was checked; the staged box is packed, `n`
+                // elements of page-locked memory reachable by kernels at its host address.
                 unsafe {
                     launch::accumulate(
                         &stream,

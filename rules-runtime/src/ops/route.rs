@@ -188,6 +188,20 @@ fn refuse_in_capture(op: Op, route: &Route<'_>) -> Result<()> {
     }
 }
 
+/// Refuses a whole rule call, before anything runs (the primal included), when its stream is
+/// being captured into a CUDA graph and the call has something a capture cannot record (`needs`):
+/// pageable host memory (a copy from or to it would be recorded as a host-synchronous node, or
+/// run by the host), a `restore` (its saved box lives in pooled memory ordered by events), or a
+/// CUDA array (staged through pooled memory). `what` names it in [`Error::Capturing`].
+pub(crate) fn refuse_call_in_capture(on: On<'_>, what: &'static str, needs: bool) -> Result<()> {
+    if let (true, On::Stream(s)) = (needs, on)
+        && capturing(s)?
+    {
+        return Err(Error::Capturing { op: what });
+    }
+    Ok(())
+}
+
 /// Whether `s` is being captured into a CUDA graph.
 pub(crate) fn capturing(s: &CudaStream) -> Result<bool> {
     let _current = crate::device::pool::CurrentContext::save();
@@ -281,6 +295,14 @@ impl Plan<'_> {
         B: ShadowMemory<Elem = A::Elem> + ?Sized,
     {
         let Plan { op, n, same, route } = self;
+        // The plan was made on shared views of the buffers; the work runs on these, which the
+        // caller says are the same buffers. What is launched is checked against what is written
+        // through, so a buffer whose length changed since (or an implementation that answers
+        // differently for its two views) is an error, never an access past its end.
+        check_len(format!("the accumulator of `{}`", op.name()), n, acc.len())?;
+        if let Some(b) = src.get() {
+            check_len(format!("the source of `{}`", op.name()), n, b.len())?;
+        }
         match route {
             Route::Nothing => Ok(()),
             Route::Host { after } => {
@@ -295,7 +317,13 @@ impl Plan<'_> {
             Route::StageOut { stream } => host::stage_out(&stream, op, n, acc, src),
             Route::TakePinned { stream } => match src {
                 Source::Take(b) => host::take_pinned(&stream, op, n, acc, b),
-                _ => unreachable!("planned for a taken source only"),
+                // Planned for a taken source only; the plan and the call disagree.
+                _ => Err(Error::UnsupportedKinds {
+                    op: op.name(),
+                    dst: acc.kind(),
+                    src: MemoryKind::Pinned,
+                    why: "the plan was made for a source to take, and none was given",
+                }),
             },
             Route::Cross(c) => c.run(acc, src),
         }

@@ -54,6 +54,7 @@ pub fn save_region<A: ShadowRead + ?Sized>(
     if let Some(a) = buf.array() {
         let stream = super::array::stream(on, "a CUDA array")?;
         let p = super::array::place(&a, &r, "the saved buffer")?;
+        super::array::check_context(&a, stream, "the saved buffer")?;
         let mut held = Held::new(Memory::Device, r.elements() * size_of::<A::Elem>(), stream)?;
         // SAFETY: the array box was checked; the held buffer has room for it packed.
         unsafe { box_copy::<A::Elem>(stream, packed(held.ptr(), &r), p.at(), &r)? };
@@ -143,6 +144,7 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
             return Err(elsewhere());
         }
         let p = super::array::place(&a, &r, "the restored buffer")?;
+        super::array::check_context(&a, stream, "the restored buffer")?;
         held.wait(stream)?;
         // SAFETY: the array box was checked; the held buffer holds the packed box of this shape.
         unsafe { box_copy::<A::Elem>(stream, p.at(), packed(held.ptr(), &r), &r)? };

@@ -46,7 +46,12 @@ impl<E: Into<PrimalError>> PrimalOutcome for core::result::Result<(), E> {
 /// What the augmented primal of a copy hands to its reverse: the shape of the copy and a
 /// fingerprint of the buffers it was made for, so that the reverse can check it is given the same
 /// call's arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Move-only, and consumed by the reverse: one augmented primal, one reverse. The fingerprint is
+/// of the primals' addresses and lengths: the reverse of another call on other buffers is
+/// [`Error::TapeMismatch`], but a new buffer that the allocator put at an old buffer's address,
+/// with its length, cannot be told from it (see docs/soundness.md).
+#[derive(Debug, PartialEq, Eq)]
 pub struct CopyTape {
     n: usize,
     dst_offset: usize,

@@ -39,6 +39,30 @@ impl<'s> Lease<'s> {
         Ok(lease)
     }
 
+    /// Pooled page-locked memory holding a copy of `data`, written by the host before this
+    /// returns: device work enqueued on the copy reads pooled memory, never `data`, so a borrowed
+    /// slice (which may itself be page-locked memory, whose async copies would read it later) is
+    /// finished with when the operation returns. The buffer is one whose last use has completed
+    /// (or a new one), so the host neither waits nor writes under pending device work. The end of
+    /// the lease is recorded on `last_use`, as for [`Lease::new`].
+    pub(crate) fn pinned_copy_of<T: Copy>(data: &[T], last_use: &'s CudaStream) -> Result<Self> {
+        let bytes = size_of_val(data);
+        let ctx = last_use.context().clone();
+        let buf = take_idle(&ctx, Memory::PinnedHost, bytes)?;
+        // SAFETY: the buffer is page-locked host memory of at least `bytes`, page-aligned (so
+        // aligned for `T`), leased exclusively, and no device work on it is pending (its last use
+        // has completed): the host may write it. `data` is a live slice of `bytes` bytes; a pooled
+        // buffer never overlaps memory the caller can borrow.
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr().cast::<u8>(), buf.ptr as *mut u8, bytes)
+        };
+        Ok(Lease {
+            ctx,
+            buf: Some(buf),
+            last_use,
+        })
+    }
+
     fn buffer(&self) -> &Buffer {
         self.buf.as_ref().expect("present until drop")
     }
@@ -96,6 +120,23 @@ fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> 
             alloc(memory, grown)
         }
         (None, None) => alloc(memory, bytes.max(1)),
+    }
+}
+
+/// A buffer of at least `bytes` of `memory` out of `ctx`'s pool whose last use has completed (or a
+/// new one): for host writes, which must not wait for nor race with device work.
+fn take_idle(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> {
+    let _current = CurrentContext::save();
+    let mut all = entries();
+    let e = entry(&mut all, ctx);
+    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    let idle = e
+        .free
+        .iter()
+        .position(|b| b.memory == memory && b.bytes >= bytes && last_use_done(b));
+    match idle {
+        Some(i) => Ok(e.free.swap_remove(i)),
+        None => alloc(memory, bytes.max(1)),
     }
 }
 

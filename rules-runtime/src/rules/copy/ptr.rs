@@ -7,7 +7,7 @@ use crate::activity::{DstPtr, SameWidth, SrcPtr};
 use crate::error::Result;
 use crate::memory::raw::RawShadow;
 use crate::memory::{MemoryKind, Overlap, ShadowRead};
-use crate::ops::{On, Source};
+use crate::ops::{On, Source, refuse_call_in_capture};
 
 /// The memory kinds and extent of a pointer rule, as the attribute and the call give them.
 #[derive(Clone, Copy, Debug)]
@@ -38,7 +38,7 @@ impl PtrCopy {
     ///
     /// # Safety
     /// Every pointer must be valid for `offset + n` elements of its declared kind.
-    unsafe fn plan<T, D, S>(&self, dst: &D, src: &S) -> Result<PtrPlan<T>>
+    unsafe fn plan<T, D, S>(&self, on: On<'_>, dst: &D, src: &S) -> Result<PtrPlan<T>>
     where
         T: crate::Differentiable,
         D: DstPtr<T>,
@@ -83,6 +83,8 @@ impl PtrCopy {
             lanes: regions,
         };
         let primal_is_identity = call.check()? == Overlap::Same;
+        let host = self.dst_kind == MemoryKind::Host || self.src_kind == MemoryKind::Host;
+        refuse_call_in_capture(on, "a copy rule on pageable host memory", host)?;
         Ok(PtrPlan {
             lanes,
             primal_is_identity,
@@ -122,7 +124,7 @@ where
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let plan = unsafe { shape.plan(&dst, &src)? };
+    let plan = unsafe { shape.plan(on, &dst, &src)? };
     let zeros = plan_lanes::<RawShadow<T>, RawShadow<T>>(
         on,
         plan.lanes.iter().map(|(dd, ds)| (Some(dd), ds.as_ref())),
@@ -152,6 +154,7 @@ where
 /// # Safety
 /// As [`ptr_copy_forward`].
 pub unsafe fn ptr_copy_augmented_primal<T, D, S, F, R>(
+    on: On<'_>,
     shape: PtrCopy,
     dst: D,
     src: S,
@@ -165,7 +168,7 @@ where
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let plan = unsafe { shape.plan(&dst, &src)? };
+    let plan = unsafe { shape.plan(on, &dst, &src)? };
     if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
     }
@@ -189,7 +192,7 @@ where
     S: SrcPtr<T>,
     D::Width: SameWidth<S::Width>,
 {
-    let plan = unsafe { shape.plan(&dst, &src)? };
+    let plan = unsafe { shape.plan(on, &dst, &src)? };
     tape.check(&shape.tape(D::WIDTH, tape.primal_ran, &plan.call))?;
     let plans = plan_lanes::<RawShadow<T>, RawShadow<T>>(
         on,

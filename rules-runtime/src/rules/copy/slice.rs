@@ -4,12 +4,12 @@
 use super::{Call, CopyTape, PrimalOutcome, lane_name, plan_lanes};
 use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::error::{Result, check_len};
-use crate::memory::{ShadowMemory, ShadowRead};
-use crate::ops::{On, Source};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
+use crate::ops::{On, Source, refuse_call_in_capture};
 
 /// Checks a slice rule's arguments: primal lengths agree, every shadow has its primal's length,
 /// and the buffers overlap only as [`Call::check`] allows. Returns `n` and the call.
-fn check_slices<X, Y, D, S>(dst: &D, src: &S) -> Result<(usize, Call)>
+fn check_slices<X, Y, D, S>(on: On<'_>, dst: &D, src: &S) -> Result<(usize, Call)>
 where
     X: ShadowMemory + ?Sized,
     Y: ShadowMemory<Elem = X::Elem> + ?Sized,
@@ -19,16 +19,21 @@ where
     let n = src.primal().len();
     check_len("the primal `dst`", n, dst.primal().len())?;
     let mut lanes = Vec::with_capacity(D::WIDTH.max(S::WIDTH));
+    let mut host =
+        dst.primal().kind() == MemoryKind::Host || src.primal().kind() == MemoryKind::Host;
     for k in 0..D::WIDTH.max(S::WIDTH) {
         let (dd, ds) = (dst.lane(k), src.lane(k));
         if let Some(dd) = dd {
             check_len(lane_name("dst", k), n, dd.len())?;
+            host |= dd.kind() == MemoryKind::Host;
         }
         if let Some(ds) = ds {
             check_len(lane_name("src", k), n, ds.len())?;
+            host |= ds.kind() == MemoryKind::Host;
         }
         lanes.push((dd.map(ShadowRead::region), ds.map(ShadowRead::region)));
     }
+    refuse_call_in_capture(on, "a copy rule on pageable host memory", host)?;
     let call = Call {
         dst: dst.primal().region(),
         src: src.primal().region(),
@@ -51,7 +56,7 @@ where
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
-    let (_, call) = check_slices(&dst, &src)?;
+    let (_, call) = check_slices(on, &dst, &src)?;
     // Plans hold no borrow of the buffers: they are made from shared views, then run on the
     // exclusive ones, which are the same buffers.
     let plans = {
@@ -76,6 +81,7 @@ where
 /// Augmented primal of a slice copy: checks, runs the primal (unless `dst` is `DuplicatedOnly`),
 /// and returns the tape for [`copy_reverse`].
 pub fn copy_augmented_primal<X, Y, D, S, F, R>(
+    on: On<'_>,
     mut dst: D,
     src: S,
     mut primal: F,
@@ -89,7 +95,7 @@ where
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
-    let (n, call) = check_slices(&dst, &src)?;
+    let (n, call) = check_slices(on, &dst, &src)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
@@ -114,7 +120,7 @@ where
     S: SrcArg<Y>,
     D::Width: SameWidth<S::Width>,
 {
-    let (n, call) = check_slices(&dst, &src)?;
+    let (n, call) = check_slices(on, &dst, &src)?;
     tape.check(&CopyTape {
         n,
         dst_offset: 0,

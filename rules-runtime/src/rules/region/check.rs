@@ -5,7 +5,7 @@
 
 use super::{Boxes, Origin, Side};
 use crate::error::{Error, Result, check_len};
-use crate::memory::{Overlap, Region, ShadowMemory, ShadowRead};
+use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use crate::ops::{self, On, Op};
 use crate::region::{Pitched, Strides};
 
@@ -265,16 +265,22 @@ where
         placed.push(place("the primal `src`".into(), s.primal(), rs, None)?);
     }
     let mut lanes: Vec<[Option<usize>; 2]> = Vec::with_capacity(width);
+    // A shadow has its primal's layout, hence its length: one set of length rules for every rule
+    // kind (a plain `copy` refuses the same shadows), checked for every lane before any write.
+    let dst_len = dst.primal().len();
+    let src_len = src.map(|s| s.primal().len());
     for k in 0..width {
         let mut ix = [None, None];
         if let Some(d) = dst.lane(k) {
             let what = format!("the shadow of `dst` (lane {k})");
+            check_len(what.clone(), dst_len, d.len())?;
             check_route(on, &what, d)?;
             ix[0] = Some(placed.len());
             placed.push(place(what, d, rd, dst_extent)?);
         }
-        if let Some(s) = src.and_then(|s| s.lane(k)) {
+        if let (Some(s), Some(len)) = (src.and_then(|s| s.lane(k)), src_len) {
             let what = format!("the shadow of `src` (lane {k})");
+            check_len(what.clone(), len, s.len())?;
             check_route(on, &what, s)?;
             ix[1] = Some(placed.len());
             placed.push(place(what, s, rs, src_extent)?);
@@ -284,6 +290,32 @@ where
     if restore {
         check_route(on, "the primal `dst`", dst.primal())?;
     }
+    // What a graph capture cannot record, refused before anything runs (the primal included).
+    let mut arrays = false;
+    let mut host = false;
+    let mut kind = |k: MemoryKind| match k {
+        MemoryKind::Array => arrays = true,
+        MemoryKind::Host => host = true,
+        _ => {}
+    };
+    kind(dst.primal().kind());
+    if let Some(s) = src {
+        kind(s.primal().kind());
+    }
+    for k in 0..width {
+        if let Some(d) = dst.lane(k) {
+            kind(d.kind());
+        }
+        if let Some(s) = src.and_then(|s| s.lane(k)) {
+            kind(s.kind());
+        }
+    }
+    let what = match (restore, arrays) {
+        (true, _) => "a rule with `restore`",
+        (false, true) => "CUDA array staging",
+        (false, false) => "a region rule on pageable host memory",
+    };
+    ops::refuse_call_in_capture(on, what, restore || arrays || host)?;
     // Pairs that may be the same box: the primals, and each lane's two shadows (a self-copy).
     let may_be_same = |i: usize, j: usize| {
         !boxes.value

@@ -50,7 +50,8 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     where
         D::Width: SameWidth<S::Width>,
     {
-        copy_augmented_primal(dst, src, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
+        let on = self.__on();
+        copy_augmented_primal(on, dst, src, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments: for
@@ -115,9 +116,9 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
     where
         D::Width: SameWidth<S::Width>,
     {
-        let (_, shape) = self.__plan();
+        let (on, shape) = self.__plan();
         let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        unsafe { ptr_copy_augmented_primal(shape, dst, src, primal) }
+        unsafe { ptr_copy_augmented_primal(on, shape, dst, src, primal) }
     }
 
     /// Reverse rule; see [`CopyRule::reverse`].
