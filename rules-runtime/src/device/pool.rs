@@ -14,12 +14,14 @@
 //!   may still touch a buffer always completes before the buffer is reused or freed, and the
 //!   cache never blocks the host (a stream gated on something the caller does later cannot
 //!   deadlock it).
-//! - Entries are released when nothing outside the cache holds their context any more (the
-//!   user's last stream, buffer and context `Arc` are gone): on the next use of the cache, buffers
-//!   whose last use has completed are freed, the cache's streams destroyed and the `Arc` dropped
-//!   (which destroys the context, and the kernels' module with it, if it was the last). Nothing
-//!   there waits on the host: a stream held by a gate the caller will open later cannot deadlock
-//!   it. A program that makes a stream per request reuses the same few buffers: streams are not
+//! - Entries are released when nothing outside the cache holds their context object any more
+//!   (the user's last stream, buffer and context `Arc` are gone): on the next use of the cache,
+//!   buffers whose last use has completed are freed and the `Arc` dropped (which destroys the
+//!   context, with the cache's streams and the kernels' module, if it was the last), after the
+//!   thread's current context has been restored. The streams and the module are never destroyed
+//!   by the cache itself: another `Arc` of the same context may still use them. Nothing there
+//!   waits on the host: a stream held by a gate the caller will open later cannot deadlock it.
+//!   A program that makes a stream per request reuses the same few buffers: streams are not
 //!   keys.
 
 use crate::cuda::driver;
@@ -126,7 +128,15 @@ fn entries() -> MutexGuard<'static, Vec<Entry>> {
 /// The entry of `ctx` (created if needed), after releasing the entries nobody else holds.
 fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
     let key = CtxKey::of(ctx);
-    all.retain_mut(|e| CtxKey::of(&e.ctx) == key || !release_if_unused(e));
+    let mut released = Vec::new();
+    all.retain_mut(|e| {
+        let keep = CtxKey::of(&e.ctx) == key || !release_if_unused(e);
+        if !keep {
+            released.push(e.ctx.clone());
+        }
+        keep
+    });
+    defer_drop(released);
     match all.iter().position(|e| CtxKey::of(&e.ctx) == key) {
         Some(i) => {
             let e = &mut all[i];
@@ -186,12 +196,16 @@ pub(crate) fn zeros(stream: &CudaStream, bytes: usize) -> Result<u64> {
     Ok(ptr)
 }
 
-/// Releases what `e` holds if only the cache references its context; returns whether it did.
+/// Releases what `e` holds if only the cache references its context object; returns whether it
+/// did.
 ///
 /// Nothing here waits: a buffer whose last use has not completed keeps the entry for a later
-/// try. Streams are destroyed (the driver finishes their work first); the module is left to the
-/// context, which unloads it when it is destroyed: unloading it here could pull code from under a
-/// launch still queued behind other work.
+/// try. The cache's streams and the kernels' module are left to the context, which destroys them
+/// when it is destroyed: the context may live on through another `Arc` (cudarc hands out one per
+/// `CudaContext::new` for the same primary context), whose holder may still have work queued on
+/// the helper stream or a kernel launch behind other work, so destroying or unloading them here
+/// could pull them from under that work. A context that lives on keeps them until it is
+/// destroyed (two streams, one module and the zero buffers per release).
 fn release_if_unused(e: &mut Entry) -> bool {
     if Arc::strong_count(&e.ctx) > 1 {
         return false;
@@ -207,12 +221,37 @@ fn release_if_unused(e: &mut Entry) -> bool {
         // SAFETY: its last use has completed.
         unsafe { free(b) };
     }
-    for RawStream(s) in e.streams.iter_mut().filter_map(Option::take) {
-        // SAFETY: a stream this cache created; the driver releases it once its work is done.
-        let _ = unsafe { result::stream::destroy(s) };
-    }
-    e.kernels = None;
     true
+}
+
+thread_local! {
+    /// How many [`CurrentContext`] guards are alive on this thread, and the context `Arc`s of
+    /// released entries, dropped when the outermost guard ends.
+    static GUARDS: core::cell::RefCell<(usize, Vec<Arc<CudaContext>>)> =
+        const { core::cell::RefCell::new((0, Vec::new())) };
+}
+
+/// Drops the `Arc`s of released entries once this thread's outermost [`CurrentContext`] guard has
+/// restored the caller's context, or now if there is none: dropping the last `Arc` of a context
+/// destroys it (cudarc binds it to the thread first), and a guard saved earlier must not then
+/// restore a destroyed context.
+fn defer_drop(released: Vec<Arc<CudaContext>>) {
+    if released.is_empty() {
+        return;
+    }
+    let now = GUARDS.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.0 == 0 {
+            Some(released)
+        } else {
+            g.1.extend(released);
+            None
+        }
+    });
+    if let Some(released) = now {
+        let _current = CurrentContext::save();
+        drop(released);
+    }
 }
 
 /// Whether `b`'s last use has completed (its event has), asked without waiting. The buffer's
@@ -229,16 +268,36 @@ pub(crate) struct CurrentContext(Option<sys::CUcontext>);
 
 impl CurrentContext {
     pub(crate) fn save() -> Self {
+        GUARDS.with(|g| g.borrow_mut().0 += 1);
         CurrentContext(result::ctx::get_current().ok().flatten())
+    }
+
+    fn restore(&self) {
+        if let Some(c) = self.0 {
+            // SAFETY: `c` was current on this thread when the guard was made; restoring it is what
+            // the caller had. No context the cache released meanwhile has been destroyed yet
+            // (`defer_drop`), so `c` is not one the cache destroyed.
+            let _ = unsafe { result::ctx::set_current(c) };
+        }
     }
 }
 
 impl Drop for CurrentContext {
     fn drop(&mut self) {
-        if let Some(c) = self.0 {
-            // SAFETY: `c` was current on this thread a moment ago; restoring it is what the
-            // caller had.
-            let _ = unsafe { result::ctx::set_current(c) };
+        self.restore();
+        let released = GUARDS.with(|g| {
+            let mut g = g.borrow_mut();
+            g.0 -= 1;
+            if g.0 == 0 {
+                core::mem::take(&mut g.1)
+            } else {
+                Vec::new()
+            }
+        });
+        if !released.is_empty() {
+            // Dropping them can destroy their contexts, which cudarc binds first: restore again.
+            drop(released);
+            self.restore();
         }
     }
 }

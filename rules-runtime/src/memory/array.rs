@@ -194,14 +194,15 @@ impl<T: ArrayElement> CudaArray<T> {
         (width, height, depth): (usize, usize, usize),
     ) -> crate::Pitched {
         let (w, h, _) = self.extent;
-        crate::Pitched::slices(
-            x + w * (y + h * z),
-            width,
-            height,
-            depth,
-            w * size_of::<T>(),
-            h,
-        )
+        // A box that does not fit the array gets an offset past its end (refused with
+        // `BadRegion` when used), never an overflow.
+        let offset = z
+            .checked_mul(h)
+            .and_then(|v| v.checked_add(y))
+            .and_then(|v| v.checked_mul(w))
+            .and_then(|v| v.checked_add(x))
+            .unwrap_or(usize::MAX);
+        crate::Pitched::slices(offset, width, height, depth, w * size_of::<T>(), h)
     }
 
     /// The raw handle (for the user's own driver calls: copies into and out of the array).

@@ -144,7 +144,8 @@ pub(crate) fn place(a: &ArrayRef<'_>, r: &Pitched, what: &str) -> Result<Place> 
         )));
     }
     let (x, y, z) = (r.offset % w, (r.offset / w) % h, r.offset / (w * h));
-    if x + r.width > w || y + r.height > h || z + r.depth > d {
+    let fits = |o: usize, n: usize, m: usize| o.checked_add(n).is_some_and(|e| e <= m);
+    if !(fits(x, r.width, w) && fits(y, r.height, h) && fits(z, r.depth, d)) {
         return Err(bad(format!(
             "the box at ({x}, {y}, {z}) of {} × {} × {} elements does not fit in the array's \
              {w} × {h} × {d}",

@@ -123,20 +123,55 @@ fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> 
     }
 }
 
+/// How many pooled buffers that fit but are still in use [`take_idle`] lets exist before it waits
+/// for one of them instead of allocating another: the pool stays bounded when calls are enqueued
+/// faster than the device runs them.
+const MAX_BUSY: usize = 4;
+
 /// A buffer of at least `bytes` of `memory` out of `ctx`'s pool whose last use has completed (or a
-/// new one): for host writes, which must not wait for nor race with device work.
+/// new one): for host writes, which must not race with device work. The host waits only when
+/// [`MAX_BUSY`] fitting buffers are all still in use, for one of them, outside the pool's lock.
 fn take_idle(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> {
+    let busy = {
+        let _current = CurrentContext::save();
+        let mut all = entries();
+        let e = entry(&mut all, ctx);
+        ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        let fits = |b: &Buffer| b.memory == memory && b.bytes >= bytes;
+        if let Some(i) = e.free.iter().position(|b| fits(b) && last_use_done(b)) {
+            return Ok(e.free.swap_remove(i));
+        }
+        match e.free.iter().position(fits) {
+            Some(i) if e.free.iter().filter(|b| fits(b)).count() >= MAX_BUSY => {
+                e.free.swap_remove(i)
+            }
+            _ => {
+                // Too small and done: freed to make room, as `take` does.
+                if let Some(i) = e
+                    .free
+                    .iter()
+                    .position(|b| b.memory == memory && last_use_done(b))
+                {
+                    // SAFETY: its last use has completed.
+                    unsafe { free(e.free.swap_remove(i)) };
+                }
+                return alloc(memory, bytes.max(1));
+            }
+        }
+    };
     let _current = CurrentContext::save();
-    let mut all = entries();
-    let e = entry(&mut all, ctx);
-    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-    let idle = e
-        .free
-        .iter()
-        .position(|b| b.memory == memory && b.bytes >= bytes && last_use_done(b));
-    match idle {
-        Some(i) => Ok(e.free.swap_remove(i)),
-        None => alloc(memory, bytes.max(1)),
+    let waited = ctx.bind_to_thread().and_then(|()| match busy.last {
+        // SAFETY: a live event of the buffer's context, now current.
+        Some(ev) => unsafe { result::event::synchronize(ev) },
+        None => Ok(()),
+    });
+    match waited {
+        Ok(()) => Ok(busy),
+        Err(err) => {
+            // Its last use is still unknown: back into the pool, where the next user waits.
+            entry(&mut entries(), ctx).free.push(busy);
+            Err(driver("cuEventSynchronize (pooled staging)")(err))
+        }
     }
 }
 

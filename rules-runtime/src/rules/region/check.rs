@@ -35,8 +35,13 @@ struct Placed {
 }
 
 impl Placed {
+    /// The bounding byte range. Saturating: an empty box may sit at any offset (it is never
+    /// placed on memory), and a non-empty one was checked to lie in its buffer.
     fn bytes(&self, size: usize) -> (u64, u64) {
-        let at = |e: usize| self.base + (e * size) as u64;
+        let at = |e: usize| {
+            self.base
+                .saturating_add((e as u64).saturating_mul(size as u64))
+        };
         (at(self.s.offset), at(self.s.end))
     }
 
@@ -53,11 +58,11 @@ impl Placed {
 
     /// How two placed boxes relate, judged row interval by row interval.
     fn relation(&self, other: &Placed, size: usize) -> Overlap {
-        if self.array != other.array {
+        if self.array != other.array || self.r.elements() == 0 || other.r.elements() == 0 {
             return Overlap::Disjoint;
         }
         let ((a0, a1), (b0, b1)) = (self.bytes(size), other.bytes(size));
-        if self.r.elements() == 0 || other.r.elements() == 0 || a1 <= b0 || b1 <= a0 {
+        if a1 <= b0 || b1 <= a0 {
             return Overlap::Disjoint;
         }
         let same_rows = self.r.height <= 1 || self.s.row == other.s.row;
