@@ -17,6 +17,7 @@
 //! Everything is checked before anything is written: NCCL present, ranks in range, lengths of
 //! primals and shadows, every buffer on the communicator's device, shadows not partially
 //! overlapping.
+#![forbid(unsafe_code)]
 
 mod checks;
 #[cfg(any(test, feature = "testing"))]

@@ -56,6 +56,7 @@ pub mod error;
 pub mod memory;
 pub mod nccl;
 pub mod ops;
+mod par;
 mod region;
 mod rules;
 #[cfg(feature = "testing")]
@@ -64,7 +65,7 @@ pub mod testing;
 /// Peer access between devices. The copy rules do not need it (their reverse across devices is
 /// staged through peer copies); enabling it makes primal peer copies faster.
 pub mod peer {
-    pub use crate::ops::cross::access::{can_access_peer, enable_peer_access};
+    pub use crate::device::peer::{can_access_peer, enable_peer_access};
 }
 
 /// cudarc, re-exported so that users depend on one crate and name the same buffer types.

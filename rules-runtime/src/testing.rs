@@ -202,7 +202,7 @@ pub mod kernels {
     ) -> Result<()> {
         crate::cuda::require_driver()?;
         // SAFETY: by the caller's contract.
-        unsafe { crate::device::kernels::accumulate(stream, dtype, acc, src, n, zero_src) }
+        unsafe { crate::device::kernels::launch_accumulate(stream, dtype, acc, src, n, zero_src) }
     }
 
     /// Sets `bytes` bytes at device address `ptr` to zero on `stream` (the driver's memset).
@@ -212,7 +212,7 @@ pub mod kernels {
     pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
         crate::cuda::require_driver()?;
         // SAFETY: by the caller's contract.
-        unsafe { crate::device::kernels::zero(stream, ptr, bytes) }
+        unsafe { crate::device::kernels::memset_zero(stream, ptr, bytes) }
     }
 }
 

@@ -7,8 +7,10 @@
 
 use super::pool;
 use crate::cuda::driver;
-use crate::element::Dtype;
-use crate::error::Result;
+use crate::element::{Differentiable, Dtype};
+use crate::error::{Error, Result, check_len};
+use crate::memory::Overlap;
+use crate::memory::view::{DevMut, DevRef};
 use cudarc::driver::{CudaStream, sys};
 
 /// The PTX of `shadow.cu`.
@@ -35,12 +37,85 @@ pub(crate) fn real_kernel(dtype: Dtype) -> (usize, u64) {
     }
 }
 
+/// `acc += src` on `stream`. The views must have the same length, and be disjoint or the same
+/// memory (then `acc` doubles: each element is read before it is written, by one thread).
+pub(crate) fn accumulate<T: Differentiable>(
+    stream: &CudaStream,
+    acc: &mut DevMut<'_, T>,
+    src: &DevRef<'_, T>,
+) -> Result<()> {
+    check_len("the source of `accumulate`", acc.len(), src.len())?;
+    match acc.region().relation(src.region()) {
+        Overlap::Partial => Err(Error::partial_overlap(
+            "accumulate",
+            acc.region(),
+            src.region(),
+        )),
+        // SAFETY: both views hold `acc.len()` elements ordered on `stream`, disjoint or the same.
+        _ => unsafe {
+            launch_accumulate(stream, T::DTYPE, acc.addr(), src.addr(), acc.len(), false)
+        },
+    }
+}
+
+/// How [`accumulate_and_zero`] zeroes its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Zeroing {
+    /// In the same pass as the accumulation: one launch.
+    Fused,
+    /// After it: the accumulate kernel, then a memset (`streaming`: the streaming-store kernel).
+    Split { streaming: bool },
+}
+
+/// `acc += src; src ← 0` on `stream`. The views must have the same length; the same memory is
+/// the identity (nothing is launched), and a partial overlap is refused.
+pub(crate) fn accumulate_and_zero<T: Differentiable>(
+    stream: &CudaStream,
+    acc: &mut DevMut<'_, T>,
+    src: &mut DevMut<'_, T>,
+    how: Zeroing,
+) -> Result<()> {
+    check_len("the source of `accumulate_and_zero`", acc.len(), src.len())?;
+    let n = acc.len();
+    match (acc.region().relation(src.region()), how) {
+        (Overlap::Partial, _) => Err(Error::partial_overlap(
+            "accumulate_and_zero",
+            acc.region(),
+            src.region(),
+        )),
+        (Overlap::Same, _) => Ok(()),
+        // SAFETY: both views hold `n` elements ordered on `stream`, disjoint.
+        (Overlap::Disjoint, Zeroing::Fused) => unsafe {
+            launch_accumulate(stream, T::DTYPE, acc.addr(), src.addr(), n, true)
+        },
+        (Overlap::Disjoint, Zeroing::Split { streaming }) => {
+            // SAFETY: as above.
+            unsafe { launch_accumulate(stream, T::DTYPE, acc.addr(), src.addr(), n, false)? };
+            zero(stream, src, streaming)
+        }
+    }
+}
+
+/// `buf ← 0` on `stream`: the driver's memset, or (`streaming`) the streaming-store kernel.
+pub(crate) fn zero<T>(stream: &CudaStream, buf: &mut DevMut<'_, T>, streaming: bool) -> Result<()> {
+    let bytes = buf.len() * size_of::<T>();
+    // SAFETY: the view holds `bytes` bytes ordered on `stream`.
+    unsafe {
+        if streaming {
+            zero_streaming(stream, buf.addr(), bytes)
+        } else {
+            memset_zero(stream, buf.addr(), bytes)
+        }
+    }
+}
+
 /// Launches `acc[i] += src[i]` (and `src[i] = 0` when `zero_src`) for `n` elements of `dtype`
 /// at device addresses `acc` and `src`, on `stream`. `n == 0` launches nothing.
 ///
 /// # Safety
-/// Both addresses must be valid on `stream`'s device for `n` elements, and ordered on `stream`.
-pub(crate) unsafe fn accumulate(
+/// Both addresses must be valid on `stream`'s device for `n` elements, and ordered on `stream`;
+/// disjoint, or the same address without `zero_src`.
+pub(crate) unsafe fn launch_accumulate(
     stream: &CudaStream,
     dtype: Dtype,
     acc: u64,
@@ -114,7 +189,7 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 ///
 /// # Safety
 /// `ptr .. ptr + bytes` must be valid device-accessible memory ordered on `stream`.
-pub(crate) unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+pub(crate) unsafe fn memset_zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
@@ -138,8 +213,8 @@ pub(crate) unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result
 /// operands, alone or right after the accumulate kernel.
 ///
 /// # Safety
-/// As for [`zero`].
-pub(crate) unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+/// As for [`memset_zero`].
+unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
@@ -170,7 +245,7 @@ pub(crate) unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize)
 ///
 /// # Safety
 /// Valid ranges; `dst` holds the data once the stream has reached the copy.
-pub(crate) unsafe fn copy_dtoh(
+pub(super) unsafe fn copy_dtoh(
     stream: &CudaStream,
     dst: *mut u8,
     src: u64,
@@ -194,29 +269,28 @@ pub(crate) fn bind(stream: &CudaStream) -> Result<()> {
         .map_err(driver("cuCtxSetCurrent"))
 }
 
-/// Copies `bytes` bytes between device addresses of two contexts (`cuMemcpyPeerAsync`), on
-/// `stream`, a stream of the source's context.
-///
-/// # Safety
-/// `dst` holds `bytes` on `dst_ctx`, `src` holds `bytes` on `stream`'s context, both ordered on
-/// `stream`.
-pub(crate) unsafe fn copy_peer(
+/// `dst ← src` between two contexts (`cuMemcpyPeerAsync`), on `stream`, a stream of the source's
+/// context; `dst` is a view of memory on `dst_ctx`, ordered on `stream` by the caller. The views
+/// must have the same length.
+pub(crate) fn copy_peer<T>(
     stream: &CudaStream,
-    dst: u64,
+    dst: &mut DevMut<'_, T>,
     dst_ctx: &cudarc::driver::CudaContext,
-    src: u64,
-    bytes: usize,
+    src: &DevRef<'_, T>,
 ) -> Result<()> {
+    check_len("the source of a peer copy", dst.len(), src.len())?;
+    let bytes = dst.len() * size_of::<T>();
     if bytes == 0 {
         return Ok(());
     }
     bind(stream)?;
-    // SAFETY: by the caller's contract.
+    // SAFETY: both views hold `bytes` bytes, `dst` on `dst_ctx` and `src` on `stream`'s context;
+    // on different contexts they cannot overlap.
     unsafe {
         sys::cuMemcpyPeerAsync(
-            dst,
+            dst.addr(),
             dst_ctx.cu_ctx(),
-            src,
+            src.addr(),
             stream.context().cu_ctx(),
             bytes,
             stream.cu_stream(),

@@ -3,5 +3,8 @@
 //! checks everything first, then calls in here with addresses it has validated.
 
 pub(crate) mod kernels;
+pub(crate) mod nccl;
+pub(crate) mod peer;
+pub(crate) mod pipeline;
 pub(crate) mod pool;
 pub(crate) mod region;

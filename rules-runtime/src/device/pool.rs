@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 mod lease;
 
 use lease::free;
-pub(crate) use lease::{Held, Lease};
+pub(crate) use lease::{Held, Lease, Staged};
 
 /// The identity of a CUDA context, valid while an [`Arc`] of the context is held beside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,9 +5,16 @@
 //! The deterministic sum of a box (its kernels, partials and target) is in `sum`; the launch
 //! shapes it depends on (`walk_sum`) are here, with the other kernels'.
 
+mod boxes;
 mod sum;
 
-pub(crate) use sum::{SUMS, SumTo, components, dtype_index, sum, sum_partials};
+pub(crate) use boxes::accumulate;
+pub(crate) use boxes::{
+    BoxInto, BoxOf, Pass, accumulate_and_zero, array_pass, array_pass_read, can_pass, copy, double,
+    fill, sum_into, sum_to_host, with_box_on_host, zero_array,
+};
+pub(crate) use sum::{SUMS, dtype_index, sum_partials};
+use sum::{SumTo, sum};
 
 use super::kernels::{THREADS, bind, real_kernel};
 use super::pool;
@@ -115,7 +122,7 @@ fn empty((w, h, d): Shape) -> bool {
 /// # Safety
 /// Both boxes must be valid device-reachable memory ordered on `stream`, and disjoint or the same
 /// box (each element is read before it is written by the same thread).
-pub(crate) unsafe fn accumulate(
+unsafe fn launch_accumulate(
     stream: &CudaStream,
     dtype: Dtype,
     acc: Side,
@@ -181,7 +188,7 @@ pub(crate) unsafe fn accumulate(
 ///
 /// # Safety
 /// The box must be valid device-reachable memory ordered on `stream`.
-pub(crate) unsafe fn fill(
+unsafe fn launch_fill(
     stream: &CudaStream,
     dst: Side,
     shape: Shape,
@@ -380,7 +387,7 @@ pub(crate) enum SurfaceOp {
 /// dimensionality, and the box lies inside the array, its far corner (in bytes along x) within
 /// `i32`; for `Pass`, `lin` is a box of `shape` elements of `dtype` in device memory ordered on
 /// `stream`, not overlapping anything else the call touches.
-pub(crate) unsafe fn array_box(
+unsafe fn array_box(
     stream: &CudaStream,
     b: SurfaceBox,
     size: usize,

@@ -13,8 +13,10 @@
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::cuda::driver;
 use crate::device::pool::CurrentContext;
+use crate::device::region::{At, SurfaceBox, copy_box};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
+use crate::region::Pitched;
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -219,8 +221,8 @@ impl<T: ArrayElement> CudaArray<T> {
     /// `data` is read before the call returns.
     pub fn copy_from_host(&mut self, stream: &CudaStream, data: &[T]) -> Result<()> {
         crate::error::check_len("the host data for a CUDA array", self.len(), data.len())?;
-        let a = self.array_ref();
-        crate::ops::array::host_copy(stream, a, data.as_ptr() as u64, true)?;
+        self.array_ref()
+            .host_copy(stream, data.as_ptr() as u64, true)?;
         stream
             .synchronize()
             .map_err(driver("cuStreamSynchronize (array upload)"))
@@ -229,8 +231,8 @@ impl<T: ArrayElement> CudaArray<T> {
     /// The whole array, copied out to host memory once the work queued on `stream` is done.
     pub fn to_host(&self, stream: &CudaStream) -> Result<Vec<T>> {
         let mut v = vec![T::zero(); self.len()];
-        let a = self.array_ref();
-        crate::ops::array::host_copy(stream, a, v.as_mut_ptr() as u64, false)?;
+        self.array_ref()
+            .host_copy(stream, v.as_mut_ptr() as u64, false)?;
         stream
             .synchronize()
             .map_err(driver("cuStreamSynchronize (array download)"))?;
@@ -334,6 +336,153 @@ impl core::fmt::Debug for ArrayRef<'_> {
         f.debug_struct("ArrayRef")
             .field("extent", &self.extent)
             .finish()
+    }
+}
+
+/// A box of a CUDA array, checked to lie inside it ([`ArrayRef::place`]): the only way the
+/// device layer is given an array box, so that what a copy or kernel touches is what was checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place<'a> {
+    handle: sys::CUarray,
+    surface: Option<sys::CUsurfObject>,
+    dims: u32,
+    /// The box's first element.
+    origin: (usize, usize, usize),
+    /// The box's width, height and depth.
+    shape: (usize, usize, usize),
+    /// Bytes per element.
+    size: usize,
+    _array: core::marker::PhantomData<&'a ()>,
+}
+
+impl Place<'_> {
+    /// Bytes per element of the array.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The box's width, height and depth.
+    pub(crate) fn shape(&self) -> (usize, usize, usize) {
+        self.shape
+    }
+
+    /// Whether both are boxes of one array.
+    pub(crate) fn same_array(&self, other: &Place<'_>) -> bool {
+        self.handle == other.handle
+    }
+
+    /// This box as one side of a box copy.
+    pub(crate) fn at(&self) -> (At, u64, u64) {
+        let (x, y, z) = self.origin;
+        (
+            At::Array {
+                handle: self.handle,
+                x,
+                y,
+                z,
+            },
+            0,
+            0,
+        )
+    }
+
+    /// The box's surface side, if the array has a surface and the box's far corner fits the
+    /// kernels' 32-bit coordinates.
+    pub(crate) fn surface(&self) -> Option<SurfaceBox> {
+        let ((x, y, z), (w, h, d)) = (self.origin, self.shape);
+        let fits = |v: Option<usize>| v.is_some_and(|v| i32::try_from(v).is_ok());
+        let fit = fits(x.checked_add(w).and_then(|e| e.checked_mul(self.size)))
+            && fits(y.checked_add(h))
+            && fits(z.checked_add(d));
+        Some(SurfaceBox {
+            surface: self.surface.filter(|_| fit)?,
+            dims: self.dims,
+            x,
+            y,
+            z,
+        })
+    }
+}
+
+impl<'a> ArrayRef<'a> {
+    /// Where box `r` of the array starts. The box must use the array's own layout (pitch
+    /// `width · size`, slice height `height`) and not cross the end of a row, a slice or the
+    /// array; an empty box is refused too (it has nowhere to be).
+    pub(crate) fn place(&self, r: &Pitched, what: &str) -> Result<Place<'a>> {
+        let (w, h, d) = self.extent;
+        let bad = |why: String| Error::BadRegion {
+            what: what.to_string(),
+            why,
+        };
+        if r.elements() == 0 {
+            return Err(bad("an empty box of a CUDA array".into()));
+        }
+        if (r.height > 1 || r.depth > 1) && r.pitch != w * self.size {
+            return Err(bad(format!(
+                "a box of a CUDA array has the array's pitch ({} bytes), not {}",
+                w * self.size,
+                r.pitch
+            )));
+        }
+        if r.depth > 1 && r.slice_height != h {
+            return Err(bad(format!(
+                "a box of a CUDA array has the array's slice height ({h} rows), not {}",
+                r.slice_height
+            )));
+        }
+        let (x, y, z) = (r.offset % w, (r.offset / w) % h, r.offset / (w * h));
+        let fits = |o: usize, n: usize, m: usize| o.checked_add(n).is_some_and(|e| e <= m);
+        if !(fits(x, r.width, w) && fits(y, r.height, h) && fits(z, r.depth, d)) {
+            return Err(bad(format!(
+                "the box at ({x}, {y}, {z}) of {} × {} × {} elements does not fit in the \
+                 array's {w} × {h} × {d}",
+                r.width, r.height, r.depth
+            )));
+        }
+        Ok(Place {
+            handle: self.handle,
+            surface: self.surface,
+            dims: self.dims(),
+            origin: (x, y, z),
+            shape: r.shape(),
+            size: self.size,
+            _array: core::marker::PhantomData,
+        })
+    }
+
+    /// The whole array copied from (`to_array`) or to host memory `host` (the whole array, x
+    /// fastest), on `stream`, ordered after the array's last work; the caller waits for the
+    /// stream before it uses `host` again.
+    fn host_copy(&self, stream: &CudaStream, host: u64, to_array: bool) -> Result<()> {
+        if self.ctx.cu_ctx() != stream.context().cu_ctx() {
+            return Err(Error::ContextMismatch {
+                what: "a CUDA array".into(),
+                expected: stream.context().ordinal(),
+                found: self.ctx.ordinal(),
+            });
+        }
+        self.wait(stream)?;
+        let (w, h, d) = self.extent;
+        let whole = (
+            At::Array {
+                handle: self.handle,
+                x: 0,
+                y: 0,
+                z: 0,
+            },
+            0,
+            0,
+        );
+        let linear = (At::Host(host), w as u64, (w * h) as u64);
+        let (dst, src) = if to_array {
+            (whole, linear)
+        } else {
+            (linear, whole)
+        };
+        // SAFETY: the caller's host memory holds the whole array (checked by the callers) and is
+        // not used until the stream has been synchronised; the array is ours to copy.
+        unsafe { copy_box(stream, self.size, dst, src, (w as u64, h as u64, d as u64))? };
+        self.record(stream)
     }
 }
 

@@ -12,7 +12,9 @@ pub mod device;
 pub mod host;
 pub mod pinned;
 pub mod raw;
+pub(crate) mod rows;
 pub mod unified;
+pub(crate) mod view;
 
 use crate::element::Differentiable;
 use crate::error::Result;
@@ -154,6 +156,9 @@ impl<'a> DeviceAddr<'a> {
 ///   work ordered on `stream`, on the device of `stream`'s context (or of
 ///   [`context`](ShadowRead::context), which must be the context the memory belongs to), with
 ///   every pending write to them already ordered before that work;
+/// - [`raw_host_base`](ShadowRead::raw_host_base) returns `None` (the default), or, for host
+///   memory, the address of element 0 such that each element inside a box the runtime was given
+///   for this buffer is valid for reads (and, through [`ShadowMemory`], writes) at `base + index`;
 /// - [`kind`](ShadowRead::kind) is the memory the elements live in. `Host` is memory that host code
 ///   reads and writes (the runtime waits for the copy's stream before it does, so page-locked or
 ///   managed memory seen as a plain slice is fine); `Device`, `Pinned` and `Unified` must be
@@ -195,6 +200,14 @@ pub unsafe trait ShadowRead {
     /// For CUDA array memory ([`MemoryKind::Array`]): the array, which the runtime reaches only
     /// through box copies. `None` for every other kind.
     fn array(&self) -> Option<array::ArrayRef<'_>> {
+        None
+    }
+    /// For a view made from a raw pointer (`RawShadow`): the host address of element 0, so that
+    /// region work touches only the rows of its boxes, never the memory between them (which the
+    /// pointer's contract does not cover). `None` (the default): [`host`](ShadowRead::host)
+    /// covers all `len()` elements.
+    #[doc(hidden)]
+    fn raw_host_base(&self) -> Option<*mut Self::Elem> {
         None
     }
 }
@@ -267,6 +280,9 @@ unsafe impl<M: ShadowRead + ?Sized> ShadowRead for &mut M {
     fn array(&self) -> Option<array::ArrayRef<'_>> {
         (**self).array()
     }
+    fn raw_host_base(&self) -> Option<*mut Self::Elem> {
+        (**self).raw_host_base()
+    }
 }
 
 // SAFETY: as above.
@@ -276,6 +292,52 @@ unsafe impl<M: ShadowMemory + ?Sized> ShadowMemory for &mut M {
     }
     fn device_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
         (**self).device_mut(stream)
+    }
+}
+
+/// A read-only buffer seen as [`ShadowMemory`] that hands out no writable view: the operations
+/// that only read a source ([`crate::accumulate`], [`crate::accumulate_region`]) take it, and
+/// never ask it for a writable view (it would answer `None`).
+pub(crate) struct ReadOnly<'b, B: ?Sized>(pub(crate) &'b B);
+
+// SAFETY: forwards to `B`'s own answers.
+unsafe impl<B: ShadowRead + ?Sized> ShadowRead for ReadOnly<'_, B> {
+    type Elem = B::Elem;
+    fn kind(&self) -> MemoryKind {
+        self.0.kind()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn region(&self) -> Region {
+        self.0.region()
+    }
+    fn home_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.0.home_stream()
+    }
+    fn context(&self) -> Option<&Arc<CudaContext>> {
+        self.0.context()
+    }
+    fn host(&self) -> Result<Option<&[B::Elem]>> {
+        self.0.host()
+    }
+    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        self.0.device(stream)
+    }
+    fn array(&self) -> Option<array::ArrayRef<'_>> {
+        self.0.array()
+    }
+    // `raw_host_base` is not forwarded: a read-only source is read through `host`, and a raw
+    // view of boxes answers that with an error rather than a slice over its padding.
+}
+
+// SAFETY: no writable view is ever handed out.
+unsafe impl<B: ShadowRead + ?Sized> ShadowMemory for ReadOnly<'_, B> {
+    fn host_mut(&mut self) -> Result<Option<&mut [B::Elem]>> {
+        Ok(None)
+    }
+    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+        None
     }
 }
 

@@ -20,10 +20,10 @@ use super::{Op, Operand, Plan, Source, StreamRef, plan_with};
 use crate::cuda::driver;
 use crate::device::kernels;
 use crate::device::pool::{self, Lease, Memory};
-use crate::element::Differentiable;
 use crate::error::{Error, Result};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
-use cudarc::driver::{CudaContext, CudaStream, sys};
+use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::{Arc, OnceLock};
 
 /// A checked operation whose device memory lives elsewhere than the copy's stream.
@@ -150,32 +150,28 @@ where
         src: MemoryKind::Device,
         why: "no device address",
     };
-    let stage = Lease::new(Memory::Device, bytes, hb, ha)?;
+    let mut stage = Lease::new(Memory::Device, bytes, hb, ha)?;
     order(s, hb)?;
     let mut src = src;
     let work = (|| -> Result<()> {
         {
             let from = match &mut src {
-                Source::Read(b) => b.device(hb),
-                Source::Take(b) => b.device_mut(hb),
+                Source::Read(b) => DevRef::of(*b, hb),
+                Source::Take(b) => DevRef::of(&**b, hb),
                 Source::None => None,
             }
             .ok_or_else(no_address)?;
-            // SAFETY: the lease holds `bytes` on `ha`'s context; `from` holds `bytes` on `hb`'s,
-            // ordered on `hb` by its guard.
-            unsafe { kernels::copy_peer(hb, stage.ptr(), ha.context(), from.addr(), bytes)? };
+            kernels::copy_peer(hb, &mut stage.view_mut(n)?, ha.context(), &from)?;
         }
         order(hb, ha)?;
         {
-            let a = acc.device_mut(ha).ok_or_else(no_address)?;
-            // SAFETY: both hold `n` elements on `ha`'s context; the staging copy is ordered
-            // before by the event.
-            unsafe { kernels::accumulate(ha, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
+            let mut a = DevMut::of(acc, ha).ok_or_else(no_address)?;
+            kernels::accumulate(ha, &mut a, &stage.view(n)?)?;
         }
         if let Source::Take(b) = &mut src {
-            let d = b.device_mut(hb).ok_or_else(no_address)?;
-            // SAFETY: `d` holds `bytes`, ordered on `hb` after the peer copy that read it.
-            unsafe { kernels::zero(hb, d.addr(), bytes)? };
+            // Ordered on `hb` after the peer copy that read it.
+            let mut d = DevMut::of(&mut **b, hb).ok_or_else(no_address)?;
+            kernels::zero(hb, &mut d, false)?;
         }
         Ok(())
     })();
@@ -206,19 +202,9 @@ fn device_context(
         // With one device every device pointer is on `here`'s device: no driver query.
         return Ok(Some(here.clone()));
     }
-    let mut ordinal = -1i32;
-    // SAFETY: a query on an address; the driver answers an error for unknown addresses.
-    let known = unsafe {
-        sys::cuPointerGetAttribute(
-            (&raw mut ordinal).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            address(),
-        )
-    }
-    .result()
-    .is_ok();
-    match usize::try_from(ordinal) {
-        Ok(o) if known && o != here.ordinal() => Ok(Some(crate::cuda::context(o)?)),
+    let ordinal = crate::device::peer::pointer_ordinal(address());
+    match ordinal {
+        Some(o) if o != here.ordinal() => Ok(Some(crate::cuda::context(o)?)),
         // Unknown to the driver, or on this device: the local routes decide.
         _ => Ok(Some(here.clone())),
     }
@@ -249,56 +235,4 @@ fn order(from: &CudaStream, to: &CudaStream) -> Result<()> {
         .map_err(driver("cuEventRecord (cross-context ordering)"))?;
     to.wait(&e)
         .map_err(driver("cuStreamWaitEvent (cross-context ordering)"))
-}
-
-/// Peer access between two devices.
-pub(crate) mod access {
-    use super::same;
-    use crate::cuda::{driver, require_driver};
-    use crate::error::{Error, Result};
-    use cudarc::driver::{CudaContext, sys};
-    use std::sync::Arc;
-
-    /// Whether device `from` can map the memory of device `to` (`cuDeviceCanAccessPeer`).
-    pub fn can_access_peer(from: &CudaContext, to: &CudaContext) -> Result<bool> {
-        require_driver()?;
-        let mut can = 0i32;
-        // SAFETY: plain query on two valid device handles.
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.cu_device(), to.cu_device()) }
-            .result()
-            .map_err(driver("cuDeviceCanAccessPeer"))?;
-        Ok(can != 0)
-    }
-
-    /// Lets kernels and copies of `from` access the memory of `to` directly
-    /// (`cuCtxEnablePeerAccess`), which makes peer copies between them faster. Enabling it twice
-    /// is fine. The copy rules do not need it: without it, their reverse is staged through peer
-    /// copies.
-    ///
-    /// [`Error::NoPeerAccess`] when the devices cannot map each other's memory.
-    pub fn enable_peer_access(from: &Arc<CudaContext>, to: &Arc<CudaContext>) -> Result<()> {
-        if same(from, to) {
-            return Ok(());
-        }
-        if !can_access_peer(from, to)? {
-            return Err(Error::NoPeerAccess {
-                from: from.ordinal(),
-                to: to.ordinal(),
-            });
-        }
-        from.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-        // SAFETY: `to` is a live context.
-        match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
-            sys::cudaError_enum::CUDA_SUCCESS
-            | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-            sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
-            | sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => Err(Error::NoPeerAccess {
-                from: from.ordinal(),
-                to: to.ordinal(),
-            }),
-            e => Err(driver("cuCtxEnablePeerAccess")(
-                cudarc::driver::DriverError(e),
-            )),
-        }
-    }
 }

@@ -7,13 +7,15 @@
 //! (zeroed, or accumulated into) while a copy enqueued here may still read it: the stream is
 //! synchronised first. Zeroing the source is always the last step.
 
-use super::{Op, Source, par, pipeline};
+use super::{Op, Source};
 use crate::cuda::driver;
-use crate::device::kernels;
-use crate::device::pool::{Lease, Memory};
+use crate::device::pool::Lease;
+use crate::device::{kernels, pipeline};
 use crate::element::Differentiable;
 use crate::error::{Error, Result, check_len};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{ShadowMemory, ShadowRead};
+use crate::par;
 use cudarc::driver::CudaStream;
 
 fn unsupported(op: Op, dst: crate::MemoryKind, src: crate::MemoryKind, why: &'static str) -> Error {
@@ -92,29 +94,20 @@ where
 {
     let bytes = n * size_of::<A::Elem>();
     {
-        let b = src.get().ok_or_else(|| {
-            unsupported(
-                op,
-                acc.kind(),
-                crate::MemoryKind::Host,
-                "a staged route needs a source",
-            )
-        })?;
-        let h = host_of(op, b, n)?;
         let acc_kind = acc.kind();
-        let a = acc.device_mut(s).ok_or_else(|| {
-            unsupported(op, acc_kind, crate::MemoryKind::Host, "no device address")
-        })?;
+        let unsupported = |why| unsupported(op, acc_kind, crate::MemoryKind::Host, why);
+        let b = src
+            .get()
+            .ok_or_else(|| unsupported("a staged route needs a source"))?;
+        let h = host_of(op, b, n)?;
+        let mut a = DevMut::of(acc, s).ok_or_else(|| unsupported("no device address"))?;
         if bytes >= pipeline::MIN_BYTES {
-            // SAFETY: `a` holds `n` elements ordered on `s`; host-only memory cannot overlap it.
-            unsafe { pipeline::stage_in(s, a.addr(), h)? };
+            pipeline::stage_in(s, &mut a, h)?;
         } else {
             // The source is copied by the host into pooled page-locked memory, which the kernel
             // reads in place: nothing reads the borrowed `h` once this returns.
             let stage = Lease::pinned_copy_of(h, s)?;
-            // SAFETY: `a` holds `n` elements ordered on `s`; the staging buffer holds `n`
-            // elements of page-locked memory, reachable by kernels at its host address.
-            unsafe { kernels::accumulate(s, A::Elem::DTYPE, a.addr(), stage.ptr(), n, false)? };
+            kernels::accumulate(s, &mut a, &stage.view(n)?)?;
         }
     }
     if let Source::Take(b) = src {
@@ -145,33 +138,22 @@ where
     let mut src = src;
     {
         let d = match &mut src {
-            Source::Read(b) => b.device(s),
-            Source::Take(b) => b.device_mut(s),
+            Source::Read(b) => DevRef::of(*b, s),
+            Source::Take(b) => DevRef::of(&**b, s),
             Source::None => None,
         }
         .ok_or_else(no_address)?;
         if bytes >= pipeline::MIN_BYTES {
-            let a = host_of_mut(op, acc, n)?;
-            // SAFETY: `d` holds `n` elements, ordered on `s`.
-            unsafe { pipeline::stage_out(s, a, d.addr())? };
+            pipeline::stage_out(s, host_of_mut(op, acc, n)?, &d)?;
         } else {
-            let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
-            // SAFETY: the lease holds at least `bytes` of pinned memory; `d` holds `n` elements.
-            unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, d.addr(), bytes)? };
-            s.synchronize()
-                .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
             let a = host_of_mut(op, acc, n)?;
-            // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source
-            // elements; it is pinned host memory of at least `bytes`, aligned for every element
-            // type (page-aligned).
-            let staged = unsafe { core::slice::from_raw_parts(stage.ptr() as *const A::Elem, n) };
-            add(a, staged);
+            check_len("the source of a staged accumulate", n, d.len())?;
+            pipeline::with_host_copy(s, &d, |staged| add(a, staged))?;
         }
     }
     if let Source::Take(b) = src {
-        let d = b.device_mut(s).ok_or_else(no_address)?;
-        // SAFETY: `d` holds `n` elements, ordered on `s` after the copies above.
-        unsafe { kernels::zero(s, d.addr(), bytes)? };
+        let mut d = DevMut::of(b, s).ok_or_else(no_address)?;
+        kernels::zero(s, &mut d, false)?;
     }
     Ok(())
 }
@@ -194,14 +176,8 @@ where
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     let (acc_kind, src_kind) = (acc.kind(), src.kind());
-    let no_address = || unsupported(op, acc_kind, src_kind, "no device address");
-    let a = acc.device_mut(s).ok_or_else(no_address)?;
-    // The source's device address, ordered after its pending work; the work enqueued on it here
-    // is waited for before returning, so its guard (which would record that work on the buffer,
-    // and make the host view below wait for all of it) is not kept.
-    let from = src.device_mut(s).ok_or_else(no_address)?.unguarded();
-    let h = host_of_mut(op, src, n)?;
-    // SAFETY: `a` and `from` hold `n` elements ordered on `s`, disjoint (checked when planned);
-    // `h` is the same page-locked memory as `from`, seen from the host.
-    unsafe { pipeline::take_pinned(s, a.addr(), from, h) }
+    let mut a = DevMut::of(acc, s)
+        .ok_or_else(|| unsupported(op, acc_kind, src_kind, "no device address"))?;
+    check_len("the accumulator", n, a.len())?;
+    pipeline::take_pinned(s, &mut a, src)
 }

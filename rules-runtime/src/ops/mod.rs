@@ -21,6 +21,7 @@
 //!   across contexts;
 //! - `region`, `sum`, `saved`, `array`: the same operations on boxes (pitched regions, CUDA
 //!   arrays), their sums, and the save and restore of a box.
+#![forbid(unsafe_code)]
 
 pub(crate) mod cross;
 pub use on::{AsStream, On};
@@ -32,18 +33,14 @@ pub use sum::{accumulate_sum_region, sum_region};
 pub(crate) mod array;
 mod host;
 mod on;
-mod par;
-mod pipeline;
 pub mod region;
 mod route;
 mod saved;
 mod sum;
 
 use crate::error::Result;
-use crate::memory::{MemoryKind, Region, ShadowMemory, ShadowRead};
-use cudarc::driver::{CudaContext, CudaStream};
+use crate::memory::{ShadowMemory, ShadowRead};
 use route::stream_for;
-use std::sync::Arc;
 
 /// `acc += src`, element-wise, on the stream `on` names. Lengths must match; `acc` and `src` may
 /// live in any memory kinds and, for device memory, on different CUDA contexts (devices).
@@ -61,51 +58,8 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowRead<Elem = A::Elem> + ?Sized,
 {
-    let src = ReadOnly(src);
+    let src = crate::memory::ReadOnly(src);
     plan(on, Op::Accumulate, &*acc, Some(&src))?.run(acc, Source::Read(&src))
-}
-
-/// A read-only source seen as [`ShadowMemory`] that hands out no writable view: the operations
-/// take `Source::Read` for it, which never asks for one.
-struct ReadOnly<'b, B: ?Sized>(&'b B);
-
-// SAFETY: forwards to `B`'s own answers.
-unsafe impl<B: ShadowRead + ?Sized> ShadowRead for ReadOnly<'_, B> {
-    type Elem = B::Elem;
-    fn kind(&self) -> MemoryKind {
-        self.0.kind()
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn region(&self) -> Region {
-        self.0.region()
-    }
-    fn home_stream(&self) -> Option<&Arc<CudaStream>> {
-        self.0.home_stream()
-    }
-    fn context(&self) -> Option<&Arc<CudaContext>> {
-        self.0.context()
-    }
-    fn host(&self) -> Result<Option<&[B::Elem]>> {
-        self.0.host()
-    }
-    fn device<'a>(&'a self, stream: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
-        self.0.device(stream)
-    }
-    fn array(&self) -> Option<crate::memory::array::ArrayRef<'_>> {
-        self.0.array()
-    }
-}
-
-// SAFETY: no writable view is ever handed out.
-unsafe impl<B: ShadowRead + ?Sized> ShadowMemory for ReadOnly<'_, B> {
-    fn host_mut(&mut self) -> Result<Option<&mut [B::Elem]>> {
-        Ok(None)
-    }
-    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
-        None
-    }
 }
 
 /// `buf ← 0`, on the stream `on` names (on `buf`'s own context if that is another one).

@@ -6,18 +6,21 @@
 //! Everything is checked before the first write: each box against its buffer and element type,
 //! the shapes against each other, the overlap of the two boxes row interval by row interval.
 //!
-//! The host loops of the two-box operations are in `host`; the helpers at the end of this file
-//! (route, views, errors) are shared with the sums, saves and array operations.
+//! The host loops of the two-box operations are in `host` (row by row: `crate::memory::rows`);
+//! the helpers at the end of this file (route, errors) are shared with the sums, saves and array
+//! operations.
 
 mod host;
 
 use super::host::add;
 use super::{On, Op, Operand, Route, Source, plan_with, stream_for};
 use crate::cuda::driver;
-use crate::device::pool::{Lease, Memory};
-use crate::device::region::{self as launch, At, Side};
+use crate::device::pool::Lease;
+use crate::device::region as boxes;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
+use crate::memory::rows::{for_each_row, for_each_row_mut};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use crate::region::{Pitched, Strides, relation};
 use cudarc::driver::CudaStream;
@@ -36,7 +39,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowRead<Elem = A::Elem> + ?Sized,
 {
-    let src = super::ReadOnly(src);
+    let src = crate::memory::ReadOnly(src);
     pair(on, Op::Accumulate, acc, ra, Source::Read(&src), rb)
 }
 
@@ -68,7 +71,7 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     r: Pitched,
     value: A::Elem,
 ) -> Result<()> {
-    let s = r.check::<A::Elem>("the destination", buf.len())?;
+    r.check::<A::Elem>("the destination", buf.len())?;
     if r.elements() == 0 {
         return Ok(());
     }
@@ -79,26 +82,11 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     match route::<A, A>(on, Op::Zero, &*buf, None)? {
         Route::Host { after } => {
             sync(after.as_deref())?;
-            let h = host_mut(Op::Zero, buf)?;
-            s.each_row(&r, |e| h[e..e + r.width].fill(value));
-            Ok(())
+            for_each_row_mut(buf, &r, |row| row.fill(value))
         }
         Route::Device { stream } => {
-            let d = buf
-                .device_mut(&stream)
-                .ok_or_else(|| no_address(Op::Zero, kind, kind))?;
-            let bytes = value_bytes(&value);
-            // SAFETY: the box was checked against the buffer's length; `d` is its device address,
-            // ordered on `stream`.
-            unsafe {
-                launch::fill(
-                    &stream,
-                    side::<A::Elem>(d.addr(), s),
-                    shape(&r),
-                    size_of::<A::Elem>(),
-                    &bytes,
-                )
-            }
+            let mut d = DevMut::of(buf, &stream).ok_or_else(|| no_address(Op::Zero, kind, kind))?;
+            boxes::fill(&stream, (&mut d, &r), value)
         }
         Route::Cross(_) => Err(cross_refused(Op::Zero, kind, kind)),
         _ => Err(no_address(Op::Zero, kind, kind)),
@@ -118,7 +106,9 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let b = src.get().expect("a two-box operation has a source");
+    let b = src
+        .get()
+        .ok_or_else(|| no_address(op, acc.kind(), acc.kind()))?;
     let sa = ra.check::<A::Elem>("the accumulator", acc.len())?;
     let sb = rb.check::<A::Elem>("the source", b.len())?;
     if ra.shape() != rb.shape() {
@@ -157,146 +147,73 @@ where
     if same && op == Op::AccumulateAndZero {
         return Ok(());
     }
-    // Buffers that share memory (two raw views of one allocation) never have host views alive at
-    // the same time: see `host_pair`.
-    let buffers_overlap = ga.relation(gb) != Overlap::Disjoint;
     let (acc_kind, src_kind) = (acc.kind(), b.kind());
-    let shape3 = shape(&ra);
-    let size_el = size;
+    let no_address = || no_address(op, acc_kind, src_kind);
     match route(on, op, &*acc, Some(b))? {
         Route::Nothing => Ok(()),
         Route::Host { after } => {
             sync(after.as_deref())?;
-            host_pair(op, acc, sa, src, sb, &ra, same, buffers_overlap)
+            host_pair(acc, &ra, src, &rb, same)
         }
         // The pinned route is planned for whole buffers only; a box keeps the device route.
-        Route::Device { stream } | Route::TakePinned { stream } => {
-            let mut src = src;
-            let pb = match &mut src {
-                Source::Read(b) => b.device(&stream).map(|d| d.addr()),
-                Source::Take(b) => b.device_mut(&stream).map(|d| d.addr()),
-                Source::None => None,
+        Route::Device { stream } | Route::TakePinned { stream } => match src {
+            // The same box of the same memory: `acc[ra] += acc[ra]`.
+            _ if same => {
+                let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+                boxes::double(&stream, (&mut a, &ra))
             }
-            .ok_or_else(|| no_address(op, acc_kind, src_kind))?;
-            let a = acc
-                .device_mut(&stream)
-                .ok_or_else(|| no_address(op, acc_kind, src_kind))?;
-            let pa = a.addr();
-            let pb = if same { pa } else { pb };
-            // SAFETY: both boxes were checked against their buffers; they are disjoint row by
-            // row, or the same box (each element read before it is written by one thread).
-            unsafe {
-                launch::accumulate(
-                    &stream,
-                    A::Elem::DTYPE,
-                    side::<A::Elem>(pa, sa),
-                    side::<A::Elem>(pb, sb),
-                    shape3,
-                    op == Op::AccumulateAndZero,
-                )
+            Source::Read(b) => {
+                let b = DevRef::of(b, &stream).ok_or_else(no_address)?;
+                let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+                boxes::accumulate(&stream, (&mut a, &ra), (&b, &rb))
             }
-        }
+            Source::Take(b) => {
+                let mut b = DevMut::of(b, &stream).ok_or_else(no_address)?;
+                let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+                boxes::accumulate_and_zero(&stream, (&mut a, &ra), (&mut b, &rb))
+            }
+            Source::None => Err(no_address()),
+        },
         Route::StageIn { stream } => {
             // A device-reachable accumulator, a host-only source: the host packs the source's box
             // into pooled page-locked memory (nothing reads the borrowed source once this
             // returns), the region kernel adds it in place, then the host zeroes the source's box
             // once the stream is done with it.
             let n = ra.elements();
-            let stage = {
-                let h = host_of(op, b)?;
-                let mut packed = Vec::with_capacity(n);
-                sb.each_row(&rb, |e| packed.extend_from_slice(&h[e..e + rb.width]));
-                Lease::pinned_copy_of(&packed, &stream)?
-            };
+            let mut packed = Vec::with_capacity(n);
+            for_each_row(b, &rb, |row| packed.extend_from_slice(row))?;
+            let stage = Lease::pinned_copy_of(&packed, &stream)?;
             {
-                let a = acc
-                    .device_mut(&stream)
-                    .ok_or_else(|| no_address(op, acc_kind, src_kind))?;
-                let packed = Side {
-                    addr: stage.ptr(),
-                    row: shape3.0,
-                    slice: shape3.0 * shape3.1,
-                };
-                // SAFETY: the accumulator's box was checked; the staged box is packed, `n`
-                // elements of page-locked memory reachable by kernels at its host address.
-                unsafe {
-                    launch::accumulate(
-                        &stream,
-                        A::Elem::DTYPE,
-                        side::<A::Elem>(a.addr(), sa),
-                        packed,
-                        shape3,
-                        false,
-                    )?
-                };
+                let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+                let (w, h, d) = ra.shape();
+                let dense = Pitched::slices(0, w, h, d, w * size, h);
+                boxes::accumulate(&stream, (&mut a, &ra), (&stage.view(n)?, &dense))?;
             }
             if let Source::Take(b) = src {
                 sync(Some(&stream))?;
-                let h = host_mut(op, b)?;
-                sb.each_row(&rb, |e| h[e..e + rb.width].fill(A::Elem::zero()));
+                for_each_row_mut(b, &rb, |row| row.fill(A::Elem::zero()))?;
             }
             drop(stage);
             Ok(())
         }
         Route::StageOut { stream } => {
-            // A host-only accumulator, a device-reachable source: stage the source's box packed
-            // into pooled pinned memory, add it on the host, then zero the source's box on the
-            // stream.
-            let n = ra.elements();
-            let stage = Lease::new(Memory::PinnedHost, n * size_el, &stream, &stream)?;
-            let mut src = src;
+            // A host-only accumulator, a device-reachable source: the source's box is copied
+            // packed into pooled pinned memory, added on the host once the stream has reached
+            // the copy, then zeroed on the stream.
             {
-                let pb = match &mut src {
-                    Source::Read(b) => b.device(&stream),
-                    Source::Take(b) => b.device_mut(&stream),
-                    Source::None => None,
-                }
-                .ok_or_else(|| no_address(op, acc_kind, src_kind))?;
-                // SAFETY: the source's box was checked; the lease holds `n` elements.
-                unsafe {
-                    launch::copy_box(
-                        &stream,
-                        size_el,
-                        (At::Host(stage.ptr()), shape3.0, shape3.0 * shape3.1),
-                        (
-                            At::Unified(pb.addr() + (sb.offset * size_el) as u64),
-                            sb.row as u64,
-                            sb.slice as u64,
-                        ),
-                        shape3,
-                    )?
-                };
-            }
-            sync(Some(&stream))?;
-            {
-                let a = host_mut(op, acc)?;
-                // SAFETY: the stream is synchronised: the pinned lease holds the `n` packed source
-                // elements, aligned for every element type (page-aligned).
-                let staged =
-                    unsafe { core::slice::from_raw_parts(stage.ptr() as *const A::Elem, n) };
-                let mut k = 0;
-                sa.each_row(&ra, |e| {
-                    add(&mut a[e..e + ra.width], &staged[k..k + ra.width]);
-                    k += ra.width;
-                });
+                let d = DevRef::of(b, &stream).ok_or_else(no_address)?;
+                boxes::with_box_on_host(&stream, (&d, &rb), |staged| {
+                    let mut k = 0;
+                    for_each_row_mut(acc, &ra, |row| {
+                        add(row, &staged[k..k + row.len()]);
+                        k += row.len();
+                    })
+                })??;
             }
             if let Source::Take(b) = src {
-                let d = b
-                    .device_mut(&stream)
-                    .ok_or_else(|| no_address(op, acc_kind, src_kind))?;
-                let zero = value_bytes(&A::Elem::zero());
-                // SAFETY: the source's box was checked; ordered on the stream after the copy.
-                unsafe {
-                    launch::fill(
-                        &stream,
-                        side::<A::Elem>(d.addr(), sb),
-                        shape3,
-                        size_el,
-                        &zero,
-                    )?
-                };
+                let mut d = DevMut::of(b, &stream).ok_or_else(no_address)?;
+                boxes::fill(&stream, (&mut d, &rb), A::Elem::zero())?;
             }
-            drop(stage);
             Ok(())
         }
         Route::Cross(_) => Err(cross_refused(op, acc_kind, src_kind)),
@@ -331,24 +248,6 @@ pub(super) fn sync(s: Option<&CudaStream>) -> Result<()> {
     }
 }
 
-pub(super) fn side<T>(addr: u64, s: Strides) -> Side {
-    Side {
-        addr: addr + (s.offset * size_of::<T>()) as u64,
-        row: s.row as u64,
-        slice: s.slice as u64,
-    }
-}
-
-pub(super) fn shape(r: &Pitched) -> launch::Shape {
-    (r.width as u64, r.height as u64, r.depth as u64)
-}
-
-/// The bytes of one element (the fill kernels take the value as bytes).
-pub(super) fn value_bytes<T: Differentiable>(v: &T) -> Vec<u8> {
-    // SAFETY: every `Differentiable` type is plain old data (floats and pairs of floats).
-    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
-}
-
 pub(super) fn cross_refused(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
     Error::UnsupportedKinds {
         op: op.name(),
@@ -366,16 +265,4 @@ pub(super) fn no_address(op: Op, dst: MemoryKind, src: MemoryKind) -> Error {
         src,
         why: "no device address, or device memory without a CUDA stream: name the copy's stream",
     }
-}
-
-/// The whole host view of `m` (boxes are checked against its length), as the whole-buffer host
-/// routes take it.
-pub(super) fn host_of<M: ShadowRead + ?Sized>(op: Op, m: &M) -> Result<&[M::Elem]> {
-    super::host::host_of(op, m, m.len())
-}
-
-/// As [`host_of`], writable.
-pub(super) fn host_mut<M: ShadowMemory + ?Sized>(op: Op, m: &mut M) -> Result<&mut [M::Elem]> {
-    let len = m.len();
-    super::host::host_of_mut(op, m, len)
 }

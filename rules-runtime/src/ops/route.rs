@@ -3,11 +3,12 @@
 //! [`Plan::run`] then does the work on that route. The one-launch path for device-reachable
 //! operands is here too, as it is what most plans end in.
 
-use super::{FUSED_SPLIT_BYTES, On, Op, STREAMING_ZERO_BYTES, Source, cross, host, pipeline};
+use super::{FUSED_SPLIT_BYTES, On, Op, STREAMING_ZERO_BYTES, Source, cross, host};
 use crate::cuda::{driver, require_driver};
 use crate::device::kernels;
-use crate::element::Differentiable;
+use crate::device::pipeline;
 use crate::error::{Error, Result, check_len};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
@@ -330,70 +331,49 @@ impl Plan<'_> {
     }
 }
 
-/// Both operands device-reachable, work on stream `s`. The addresses are taken once (for cudarc
-/// buffers that is also where cudarc orders them against other streams), aliasing is judged on
-/// them, and one launch follows; nothing is launched on a partial overlap.
+/// Both operands device-reachable, work on stream `s`. The views are taken once (for cudarc
+/// buffers that is also where cudarc orders them against other streams), and the launches judge
+/// lengths and aliasing on them: one launch follows, nothing on a partial overlap.
 fn on_device<A, B>(s: &CudaStream, op: Op, n: usize, acc: &mut A, src: Source<'_, B>) -> Result<()>
 where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
     let bytes = n * size_of::<A::Elem>();
-    let dtype = A::Elem::DTYPE;
     let (acc_kind, src_kind) = (acc.kind(), src.get().map_or(acc.kind(), |b| b.kind()));
-    let no_address = |src_kind| Error::UnsupportedKinds {
+    let no_address = || Error::UnsupportedKinds {
         op: op.name(),
         dst: acc_kind,
         src: src_kind,
         why: "no device address",
     };
-    // The split pays off only in device memory; across the host link (pinned, unified memory)
-    // one fused pass moves the reads and the zero writes in both directions at once.
-    let in_device_memory = acc_kind == MemoryKind::Device && src_kind == MemoryKind::Device;
-    let mut src = src;
-    let b = match &mut src {
-        Source::None => None,
-        Source::Read(b) => Some(b.device(s).ok_or_else(|| no_address(src_kind))?),
-        Source::Take(b) => Some(b.device_mut(s).ok_or_else(|| no_address(src_kind))?),
-    };
-    let Some(a) = acc.device_mut(s) else {
-        return Err(no_address(src_kind));
-    };
-    let Some(b) = b else {
-        // SAFETY: `a` holds `n` elements (`bytes` bytes), ordered on `s`.
-        // Measured in device memory only: unified and pinned memory keep the memset.
-        return unsafe {
-            if bytes >= STREAMING_ZERO_BYTES && acc_kind == MemoryKind::Device {
-                kernels::zero_streaming(s, a.addr(), bytes)
-            } else {
-                kernels::zero(s, a.addr(), bytes)
-            }
-        };
-    };
-    let (pa, pb) = (a.addr(), b.addr());
-    let (ra, rb) = (Region::of::<A::Elem>(pa, n), Region::of::<A::Elem>(pb, n));
-    // SAFETY (all launches below): `pa` and `pb` are device addresses of `n` elements each,
-    // ordered on `s`; they are disjoint, or the same memory where a thread reads each element
-    // before writing it.
-    unsafe {
-        match (ra.relation(rb), op) {
-            (Overlap::Partial, _) => Err(Error::partial_overlap(op.name(), ra, rb)),
-            (Overlap::Same, Op::AccumulateAndZero) => Ok(()),
-            (Overlap::Same, _) => kernels::accumulate(s, dtype, pa, pa, n, false),
-            (Overlap::Disjoint, Op::AccumulateAndZero)
-                if bytes >= FUSED_SPLIT_BYTES && in_device_memory =>
-            {
-                kernels::accumulate(s, dtype, pa, pb, n, false)?;
-                if bytes >= STREAMING_ZERO_BYTES {
-                    kernels::zero_streaming(s, pb, bytes)
-                } else {
-                    kernels::zero(s, pb, bytes)
+    // Measured in device memory only: unified and pinned memory keep the memset.
+    let streaming = bytes >= STREAMING_ZERO_BYTES && acc_kind == MemoryKind::Device;
+    match src {
+        Source::None => {
+            let mut a = DevMut::of(acc, s).ok_or_else(no_address)?;
+            kernels::zero(s, &mut a, streaming)
+        }
+        Source::Read(b) => {
+            let b = DevRef::of(b, s).ok_or_else(no_address)?;
+            let mut a = DevMut::of(acc, s).ok_or_else(no_address)?;
+            kernels::accumulate(s, &mut a, &b)
+        }
+        Source::Take(b) => {
+            let mut b = DevMut::of(b, s).ok_or_else(no_address)?;
+            let mut a = DevMut::of(acc, s).ok_or_else(no_address)?;
+            // The split pays off only in device memory; across the host link (pinned, unified
+            // memory) one fused pass moves the reads and the zero writes in both directions at
+            // once.
+            let in_device_memory = acc_kind == MemoryKind::Device && src_kind == MemoryKind::Device;
+            let how = if bytes >= FUSED_SPLIT_BYTES && in_device_memory {
+                kernels::Zeroing::Split {
+                    streaming: bytes >= STREAMING_ZERO_BYTES,
                 }
-            }
-            (Overlap::Disjoint, Op::AccumulateAndZero) => {
-                kernels::accumulate(s, dtype, pa, pb, n, true)
-            }
-            (Overlap::Disjoint, _) => kernels::accumulate(s, dtype, pa, pb, n, false),
+            } else {
+                kernels::Zeroing::Fused
+            };
+            kernels::accumulate_and_zero(s, &mut a, &mut b, how)
         }
     }
 }

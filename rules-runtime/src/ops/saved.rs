@@ -6,15 +6,15 @@
 //! no host wait), held by the tape and returned to the pool when the tape drops, ordered after
 //! its last use by an event; host-only memory into a host vector.
 
-use super::region::{no_address, route, shape, sync};
+use super::region::{no_address, route, sync};
 use super::{On, Op, Route};
 use crate::device::pool::{Held, Memory};
-use crate::device::region::{At, copy_box};
-use crate::element::Differentiable;
+use crate::device::region::{self as boxes, BoxInto, BoxOf};
 use crate::error::{Error, Result};
+use crate::memory::rows::{for_each_row, for_each_row_mut};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{ShadowMemory, ShadowRead};
-use crate::region::{Pitched, Strides};
-use cudarc::driver::CudaStream;
+use crate::region::Pitched;
 
 /// The contents of a box, saved by [`save_region`] and written back by [`restore_region`].
 pub struct SavedRegion<T> {
@@ -42,22 +42,35 @@ impl<T> core::fmt::Debug for SavedRegion<T> {
     }
 }
 
+/// The contiguous box of `r`'s shape from element 0: how a box is saved.
+fn packed<T>(r: &Pitched) -> Pitched {
+    let (w, h, d) = r.shape();
+    Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
+}
+
 /// Saves `buf[r]` (packed), ordered on the stream `on` names.
 pub fn save_region<A: ShadowRead + ?Sized>(
     on: On<'_>,
     buf: &A,
     r: Pitched,
 ) -> Result<SavedRegion<A::Elem>> {
-    let s = r.check::<A::Elem>("the saved buffer", buf.len())?;
+    r.check::<A::Elem>("the saved buffer", buf.len())?;
     let kind = buf.kind();
     let shape3 = r.shape();
+    let n = r.elements();
+    let bytes = n * size_of::<A::Elem>();
+    let packed = packed::<A::Elem>(&r);
     if let Some(a) = buf.array() {
         let stream = super::array::stream(on, "a CUDA array")?;
-        let p = super::array::place(&a, &r, "the saved buffer")?;
         super::array::check_context(&a, stream, "the saved buffer")?;
-        let mut held = Held::new(Memory::Device, r.elements() * size_of::<A::Elem>(), stream)?;
-        // SAFETY: the array box was checked; the held buffer has room for it packed.
-        unsafe { box_copy::<A::Elem>(stream, packed(held.ptr(), &r), p.at(), &r)? };
+        let p = a.place(&r, "the saved buffer")?;
+        let mut held = Held::new(Memory::Device, bytes, stream)?;
+        boxes::copy(
+            stream,
+            BoxInto::Dev(&mut held.view_mut::<A::Elem>(n)?, &packed),
+            BoxOf::Array(p),
+            shape3,
+        )?;
         held.record(stream)?;
         a.record(stream)?;
         return Ok(SavedRegion {
@@ -69,9 +82,8 @@ pub fn save_region<A: ShadowRead + ?Sized>(
         Route::Nothing => Store::Host(Vec::new()),
         Route::Host { after } => {
             sync(after.as_deref())?;
-            let h = super::region::host_of(Op::Zero, buf)?;
-            let mut v = Vec::with_capacity(r.elements());
-            s.each_row(&r, |e| v.extend_from_slice(&h[e..e + r.width]));
+            let mut v = Vec::with_capacity(n);
+            for_each_row(buf, &r, |row| v.extend_from_slice(row))?;
             Store::Host(v)
         }
         Route::Device { stream } => {
@@ -79,21 +91,16 @@ pub fn save_region<A: ShadowRead + ?Sized>(
             if super::capturing(&stream)? {
                 return Err(Error::Capturing { op: "save_region" });
             }
-            let bytes = r.elements() * size_of::<A::Elem>();
             let mut held = Held::new(Memory::Device, bytes, &stream)?;
-            let d = buf
-                .device(&stream)
-                .ok_or_else(|| no_address(Op::Zero, kind, kind))?;
-            // SAFETY: the box was checked against the buffer; the held buffer has room for it
-            // packed; both ordered on `stream`.
-            unsafe {
-                box_copy::<A::Elem>(
+            {
+                let d = DevRef::of(buf, &stream).ok_or_else(|| no_address(Op::Zero, kind, kind))?;
+                boxes::copy(
                     &stream,
-                    packed(held.ptr(), &r),
-                    boxed::<A::Elem>(d.addr(), s),
-                    &r,
-                )?
-            };
+                    BoxInto::Dev(&mut held.view_mut(n)?, &packed),
+                    BoxOf::Dev(&d, &r),
+                    shape3,
+                )?;
+            }
             held.record(&stream)?;
             Store::Device(held)
         }
@@ -113,7 +120,7 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
     r: Pitched,
     saved: &mut SavedRegion<A::Elem>,
 ) -> Result<()> {
-    let s = r.check::<A::Elem>("the restored buffer", buf.len())?;
+    r.check::<A::Elem>("the restored buffer", buf.len())?;
     if r.shape() != saved.shape {
         return Err(Error::BadRegion {
             what: "the restored buffer".into(),
@@ -128,6 +135,8 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
         return Ok(());
     }
     let kind = buf.kind();
+    let n = r.elements();
+    let packed = packed::<A::Elem>(&r);
     let elsewhere = || Error::UnsupportedKinds {
         op: "restore",
         dst: kind,
@@ -143,24 +152,26 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
         if held.context().cu_ctx() != stream.context().cu_ctx() {
             return Err(elsewhere());
         }
-        let p = super::array::place(&a, &r, "the restored buffer")?;
+        let p = a.place(&r, "the restored buffer")?;
         super::array::check_context(&a, stream, "the restored buffer")?;
         held.wait(stream)?;
-        // SAFETY: the array box was checked; the held buffer holds the packed box of this shape.
-        unsafe { box_copy::<A::Elem>(stream, p.at(), packed(held.ptr(), &r), &r)? };
+        boxes::copy(
+            stream,
+            BoxInto::Array(p),
+            BoxOf::Dev(&held.view::<A::Elem>(n)?, &packed),
+            r.shape(),
+        )?;
         held.record(stream)?;
         return a.record(stream);
     }
     match (route::<A, A>(on, Op::Zero, &*buf, None)?, &mut saved.store) {
         (Route::Host { after }, Store::Host(v)) => {
             sync(after.as_deref())?;
-            let h = super::region::host_mut(Op::Zero, buf)?;
             let mut k = 0;
-            s.each_row(&r, |e| {
-                h[e..e + r.width].copy_from_slice(&v[k..k + r.width]);
-                k += r.width;
-            });
-            Ok(())
+            for_each_row_mut(buf, &r, |row| {
+                row.copy_from_slice(&v[k..k + row.len()]);
+                k += row.len();
+            })
         }
         (Route::Device { stream }, Store::Device(held)) => {
             if super::capturing(&stream)? {
@@ -172,51 +183,18 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
                 return Err(elsewhere());
             }
             held.wait(&stream)?;
-            let d = buf
-                .device_mut(&stream)
-                .ok_or_else(|| no_address(Op::Zero, kind, kind))?;
-            // SAFETY: the box was checked; the held buffer holds the packed box of this shape;
-            // ordered on `stream` after its last use.
-            unsafe {
-                box_copy::<A::Elem>(
+            {
+                let mut d =
+                    DevMut::of(buf, &stream).ok_or_else(|| no_address(Op::Zero, kind, kind))?;
+                boxes::copy(
                     &stream,
-                    boxed::<A::Elem>(d.addr(), s),
-                    packed(held.ptr(), &r),
-                    &r,
-                )?
-            };
+                    BoxInto::Dev(&mut d, &r),
+                    BoxOf::Dev(&held.view(n)?, &packed),
+                    r.shape(),
+                )?;
+            }
             held.record(&stream)
         }
         _ => Err(elsewhere()),
     }
-}
-
-type BoxSide = (At, u64, u64);
-
-fn packed(ptr: u64, r: &Pitched) -> BoxSide {
-    (
-        At::Unified(ptr),
-        r.width as u64,
-        (r.width * r.height) as u64,
-    )
-}
-
-fn boxed<T>(addr: u64, s: Strides) -> BoxSide {
-    (
-        At::Unified(addr + (s.offset * size_of::<T>()) as u64),
-        s.row as u64,
-        s.slice as u64,
-    )
-}
-
-/// # Safety
-/// As [`copy_box`].
-unsafe fn box_copy<T: Differentiable>(
-    stream: &CudaStream,
-    dst: BoxSide,
-    src: BoxSide,
-    r: &Pitched,
-) -> Result<()> {
-    // SAFETY: by the caller's contract.
-    unsafe { copy_box(stream, size_of::<T>(), dst, src, shape(r)) }
 }

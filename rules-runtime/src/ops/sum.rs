@@ -3,16 +3,17 @@
 //! order of additions in `f64`, no atomics), on the device and on the host alike (each with its
 //! own fixed order).
 
-use super::region::{cross_refused, host_mut, host_of, no_address, route, shape, side, sync};
+use super::region::{cross_refused, no_address, route, sync};
 use super::{On, Op, Route};
-use crate::cuda::driver;
-use crate::device::pool::{Lease, Memory};
-use crate::device::region::{self as launch, SumTo};
+use crate::device::kernels;
+use crate::device::pool::Lease;
+use crate::device::region as boxes;
 use crate::element::Differentiable;
 use crate::error::{Result, check_len};
+use crate::memory::rows::{for_each_row, for_each_row_mut};
+use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{ShadowMemory, ShadowRead};
-use crate::region::{Pitched, Strides};
-use cudarc::driver::CudaStream;
+use crate::region::Pitched;
 
 /// The sum of `buf[r]`, per lane the derivative of a fill's value: the same bits on every run
 /// for the same input (a fixed order of additions, no atomics), each element added in `f64`
@@ -24,102 +25,67 @@ use cudarc::driver::CudaStream;
 /// for f32, f16 and bf16 that is far below half a unit in the last place of the result for any
 /// `n < 2^40`.
 pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Result<A::Elem> {
-    let s = r.check::<A::Elem>("the summed buffer", buf.len())?;
+    r.check::<A::Elem>("the summed buffer", buf.len())?;
     if r.elements() == 0 {
         return Ok(A::Elem::zero());
     }
     if buf.array().is_some() {
         // Staged into linear memory; the sum waits for the stream, so the lease outlives its use.
         let stream = super::array::stream(on, "a CUDA array")?;
-        let (lease, v, packed) = super::array::staged(stream, buf, r)?;
-        let total = sum_region(On::Stream(stream), &v, packed);
-        drop(lease);
-        return total;
+        let (st, packed) = super::array::staged(stream, buf, r)?;
+        return sum_region(On::Stream(stream), &st, packed);
     }
     let kind = buf.kind();
     match route::<A, A>(on, Op::Accumulate, buf, None)? {
         Route::Host { after } => {
             sync(after.as_deref())?;
-            Ok(host_sum(host_of(Op::Accumulate, buf)?, s, &r))
+            host_sum(buf, &r)
         }
         Route::Device { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
                 return Err(crate::Error::Capturing { op: "sum_region" });
             }
-            device_sum(&stream, buf, s, &r, || {
-                no_address(Op::Accumulate, kind, kind)
-            })
+            let d =
+                DevRef::of(buf, &stream).ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
+            let got = boxes::sum_to_host(&stream, (&d, &r))?;
+            Ok(A::Elem::from_parts([got[0], imaginary::<A::Elem>(got)]))
         }
         Route::Cross(_) => Err(cross_refused(Op::Accumulate, kind, kind)),
         _ => Err(no_address(Op::Accumulate, kind, kind)),
     }
 }
 
-/// The sum of `src[r]` on `stream` (partial sums in pooled device memory, the total in pooled
-/// pinned memory), read once the stream has finished: the host waits.
-fn device_sum<B: ShadowRead + ?Sized>(
-    stream: &CudaStream,
-    src: &B,
-    s: Strides,
-    r: &Pitched,
-    no_address: impl FnOnce() -> crate::Error,
-) -> Result<B::Elem> {
-    let dtype = B::Elem::DTYPE;
-    let parts = launch::sum_partials(dtype, shape(r)).max(1);
-    let partials = Lease::new(Memory::Device, parts * 8, stream, stream)?;
-    let out = Lease::new(Memory::PinnedHost, 16, stream, stream)?;
-    {
-        let d = src.device(stream).ok_or_else(no_address)?;
-        // SAFETY: the box was checked against the buffer; the leases hold the partials and two
-        // doubles; the result is read only after the stream has been synchronised.
-        unsafe {
-            launch::sum(
-                stream,
-                dtype,
-                side::<B::Elem>(d.addr(), s),
-                shape(r),
-                partials.ptr(),
-                SumTo::F64(out.ptr()),
-            )?
-        };
-    }
-    stream
-        .synchronize()
-        .map_err(driver("cuStreamSynchronize (region sum)"))?;
-    // SAFETY: pinned memory of 16 bytes, written by the finished kernel.
-    let got = unsafe { core::slice::from_raw_parts(out.ptr() as *const f64, 2) };
-    let imaginary = if launch::components(dtype) == 2 {
-        got[1]
-    } else {
-        0.0
-    };
-    Ok(B::Elem::from_parts([got[0], imaginary]))
+/// The imaginary part of a sum's components, for complex elements (0 for reals).
+fn imaginary<T: Differentiable>(got: [f64; 2]) -> f64 {
+    if T::PARTS == 2 { got[1] } else { 0.0 }
 }
 
 /// The host sum: each row added in `f64` in order, the row sums combined pairwise.
-fn host_sum<T: Differentiable>(h: &[T], s: Strides, r: &Pitched) -> T {
+fn host_sum<B: ShadowRead + ?Sized>(buf: &B, r: &Pitched) -> Result<B::Elem> {
     let mut rows: Vec<[f64; 2]> = Vec::with_capacity(r.height * r.depth);
-    s.each_row(r, |e| {
+    for_each_row(buf, r, |row| {
         let mut acc = [0.0f64; 2];
-        for x in &h[e..e + r.width] {
+        for x in row {
             let p = x.to_parts();
             acc[0] += p[0];
             acc[1] += p[1];
         }
         rows.push(acc);
-    });
+    })?;
     while rows.len() > 1 {
         rows = rows
             .chunks(2)
             .map(|c| match c {
                 [a, b] => [a[0] + b[0], a[1] + b[1]],
-                [a] => *a,
-                _ => unreachable!("chunks of two"),
+                [a] | [a, ..] => *a,
+                [] => [0.0; 2],
             })
             .collect();
     }
-    T::from_parts(rows.first().copied().unwrap_or([0.0; 2]))
+    Ok(B::Elem::from_parts(
+        rows.first().copied().unwrap_or([0.0; 2]),
+    ))
 }
 
 /// `acc[0] += Σ src[r]`: the reverse of a fill whose value lives in a one-element buffer (a
@@ -152,21 +118,18 @@ where
     }
     if src.array().is_some() {
         let stream = super::array::stream(on, "a CUDA array")?;
-        let (lease, v, packed) = super::array::staged(stream, src, r)?;
-        let done = accumulate_sum_region(On::Stream(stream), acc, &v, packed);
-        drop(lease);
-        return done;
+        let (st, packed) = super::array::staged(stream, src, r)?;
+        return accumulate_sum_region(On::Stream(stream), acc, &st, packed);
     }
     let (acc_kind, src_kind) = (acc.kind(), src.kind());
-    let dtype = A::Elem::DTYPE;
+    let no_address = || no_address(Op::Accumulate, acc_kind, src_kind);
     match route(on, Op::Accumulate, &*acc, Some(src))? {
         Route::Nothing => Ok(()),
         Route::Host { after } => {
             sync(after.as_deref())?;
-            let total = host_sum(host_of(Op::Accumulate, src)?, s, &r);
-            let h = host_mut(Op::Accumulate, acc)?;
-            h[0] = A::Elem::add(h[0], total);
-            Ok(())
+            let total = host_sum(src, &r)?;
+            let one = Pitched::linear::<A::Elem>(0, 1);
+            for_each_row_mut(acc, &one, |h| h[0] = A::Elem::add(h[0], total))
         }
         // The pinned route is planned for whole buffers only; a box keeps the device route.
         Route::Device { stream } | Route::TakePinned { stream } => {
@@ -174,56 +137,28 @@ where
             if super::capturing(&stream)? {
                 return Err(crate::Error::Capturing { op: "sum_region" });
             }
-            let parts = launch::sum_partials(dtype, shape(&r)).max(1);
-            let partials = Lease::new(Memory::Device, parts * 8, &stream, &stream)?;
-            let d = src
-                .device(&stream)
-                .ok_or_else(|| no_address(Op::Accumulate, acc_kind, src_kind))?;
-            let sd = side::<A::Elem>(d.addr(), s);
-            let a = acc
-                .device_mut(&stream)
-                .ok_or_else(|| no_address(Op::Accumulate, acc_kind, src_kind))?;
-            // SAFETY: the box was checked against its buffer; `a` holds one element; both are
-            // device addresses ordered on `stream`, disjoint (checked above).
-            unsafe {
-                launch::sum(
-                    &stream,
-                    dtype,
-                    sd,
-                    shape(&r),
-                    partials.ptr(),
-                    SumTo::AddInto(a.addr()),
-                )
-            }
+            let d = DevRef::of(src, &stream).ok_or_else(no_address)?;
+            let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+            boxes::sum_into(&stream, (&d, &r), &mut a)
         }
         Route::StageIn { stream } => {
-            // A device-reachable value shadow, a host-only box: summed by the host, then added
-            // on the stream from pooled pinned memory.
-            let stage = Lease::new(Memory::PinnedHost, size_of::<A::Elem>(), &stream, &stream)?;
-            // The stream now waits for the staging buffer's previous use: once it is finished,
-            // so is that use, and the box's host memory is no longer read by queued copies.
+            // A device-reachable value shadow, a host-only box: summed by the host once the
+            // stream has finished with the box (queued copies may still write a page-locked
+            // one), then added on the stream from pooled pinned memory.
             sync(Some(&stream))?;
-            let total = host_sum(host_of(Op::Accumulate, src)?, s, &r);
-            // SAFETY: pinned memory of at least one element, aligned (page-aligned), not in use
-            // (synchronised above).
-            unsafe { (stage.ptr() as *mut A::Elem).write(total) };
-            let a = acc
-                .device_mut(&stream)
-                .ok_or_else(|| no_address(Op::Accumulate, acc_kind, src_kind))?;
-            // SAFETY: one element each, ordered on `stream`; pinned memory is device-reachable.
-            unsafe {
-                crate::device::kernels::accumulate(&stream, dtype, a.addr(), stage.ptr(), 1, false)
-            }
+            let total = host_sum(src, &r)?;
+            let stage = Lease::pinned_copy_of(&[total], &stream)?;
+            let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+            kernels::accumulate(&stream, &mut a, &stage.view(1)?)
         }
         Route::StageOut { stream } => {
             // A host-only value shadow, a device-reachable box: summed on the device into pooled
             // pinned memory, added by the host once the stream has finished.
-            let total = device_sum(&stream, src, s, &r, || {
-                no_address(Op::Accumulate, acc_kind, src_kind)
-            })?;
-            let h = host_mut(Op::Accumulate, acc)?;
-            h[0] = A::Elem::add(h[0], total);
-            Ok(())
+            let d = DevRef::of(src, &stream).ok_or_else(no_address)?;
+            let got = boxes::sum_to_host(&stream, (&d, &r))?;
+            let total = A::Elem::from_parts([got[0], imaginary::<A::Elem>(got)]);
+            let one = Pitched::linear::<A::Elem>(0, 1);
+            for_each_row_mut(acc, &one, |h| h[0] = A::Elem::add(h[0], total))
         }
         Route::Cross(_) => Err(cross_refused(Op::Accumulate, acc_kind, src_kind)),
     }

@@ -15,7 +15,8 @@
 mod ptr;
 mod slice;
 
-pub use ptr::{PtrCopy, ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse};
+pub use ptr::PtrCopy;
+pub(crate) use ptr::{ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse};
 pub use slice::{copy_augmented_primal, copy_forward, copy_reverse};
 
 use crate::error::{Error, PrimalError, Result};

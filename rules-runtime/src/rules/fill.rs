@@ -216,29 +216,13 @@ fn save_if<B: ShadowMemory + ?Sized>(
     save.then(|| save_region(on, buf, c.dst)).transpose()
 }
 
-/// The destination lanes of a pointer rule, checked.
-///
-/// # Safety
-/// Every pointer valid for the box in memory of the declared kind.
-unsafe fn raw_dst<T: Differentiable, D: DstPtr<T>>(
-    on: On<'_>,
-    shape: &RawRegion,
-    dst: &D,
-    restore: bool,
-) -> Result<(Raw<T>, Checked)> {
-    let d = unsafe { shape.dst_lanes(dst)? };
-    let c = check_dst(on, shape.boxes(), &d, restore)?;
-    Ok((d, c))
-}
-
-/// Forward rule of a pointer memset; see [`memset_forward`].
-///
-/// # Safety
-/// The primal function's contract, and every shadow pointer valid for the box.
-pub unsafe fn ptr_memset_forward<T, D, F, R>(
+/// Forward rule of a pointer memset; see [`memset_forward`], on the call's views (made by the
+/// raw rule's method under its `unsafe` contract).
+pub(crate) fn ptr_memset_forward<T, D, F, R>(
     on: On<'_>,
     shape: RawRegion,
-    dst: D,
+    mut d: Raw<T>,
+    dst: &D,
     mut primal: F,
 ) -> Result<()>
 where
@@ -247,22 +231,20 @@ where
     F: FnMut(*mut T) -> R,
     R: PrimalOutcome,
 {
-    let (mut d, c) = unsafe { raw_dst(on, &shape, &dst, false)? };
+    let c = check_dst(on, shape.boxes(), &d, false)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal()).into_result()?;
     }
     forward_lanes(on, &c, &mut d, |_| None)
 }
 
-/// Augmented primal of a pointer memset; see [`memset_augmented_primal`].
-///
-/// # Safety
-/// As [`ptr_memset_forward`].
-pub unsafe fn ptr_memset_augmented_primal<T, D, F, R>(
+/// Augmented primal of a pointer memset; see [`memset_augmented_primal`], on the call's views.
+pub(crate) fn ptr_memset_augmented_primal<T, D, F, R>(
     on: On<'_>,
     shape: RawRegion,
     restore: bool,
-    dst: D,
+    d: Raw<T>,
+    dst: &D,
     mut primal: F,
 ) -> Result<RegionTape<T>>
 where
@@ -271,7 +253,7 @@ where
     F: FnMut(*mut T) -> R,
     R: PrimalOutcome,
 {
-    let (d, c) = unsafe { raw_dst(on, &shape, &dst, restore)? };
+    let c = check_dst(on, shape.boxes(), &d, restore)?;
     let saved = save_if::<RawShadow<T>>(on, restore && D::PRIMAL_NEEDED, &d.primal, &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal()).into_result()?;
@@ -279,21 +261,18 @@ where
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
 }
 
-/// Reverse of a pointer memset; see [`memset_reverse`].
-///
-/// # Safety
-/// As [`ptr_memset_forward`].
-pub unsafe fn ptr_memset_reverse<T, D>(
+/// Reverse of a pointer memset; see [`memset_reverse`], on the call's views.
+pub(crate) fn ptr_memset_reverse<T, D>(
     on: On<'_>,
     shape: RawRegion,
     tape: RegionTape<T>,
-    dst: D,
+    mut d: Raw<T>,
 ) -> Result<()>
 where
     T: Differentiable,
     D: DstPtr<T>,
 {
-    let (mut d, c) = unsafe { raw_dst(on, &shape, &dst, tape.restores())? };
+    let c = check_dst(on, shape.boxes(), &d, tape.restores())?;
     let saved = tape.check(&c, D::WIDTH)?;
     reverse_lanes(on, &c, &mut d, false)?;
     if let Some(mut s) = saved {
@@ -302,14 +281,12 @@ where
     Ok(())
 }
 
-/// Forward rule of a pointer fill by value; see [`fill_forward`].
-///
-/// # Safety
-/// As [`ptr_memset_forward`].
-pub unsafe fn ptr_fill_forward<T, D, V, F, R>(
+/// Forward rule of a pointer fill by value; see [`fill_forward`], on the call's views.
+pub(crate) fn ptr_fill_forward<T, D, V, F, R>(
     on: On<'_>,
     shape: RawRegion,
-    dst: D,
+    mut d: Raw<T>,
+    dst: &D,
     value: V,
     mut primal: F,
 ) -> Result<()>
@@ -317,26 +294,23 @@ where
     T: Differentiable,
     D: DstPtr<T>,
     V: ForwardValue<T>,
-    D::Width: SameWidth<V::Width>,
     F: FnMut(*mut T, T) -> R,
     R: PrimalOutcome,
 {
-    let (mut d, c) = unsafe { raw_dst(on, &shape, &dst, false)? };
+    let c = check_dst(on, shape.boxes(), &d, false)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal(), value.value()).into_result()?;
     }
     forward_lanes(on, &c, &mut d, |k| value.tangent(k))
 }
 
-/// Augmented primal of a pointer fill by value; see [`fill_augmented_primal`].
-///
-/// # Safety
-/// As [`ptr_memset_forward`].
-pub unsafe fn ptr_fill_augmented_primal<T, D, V, F, R>(
+/// Augmented primal of a pointer fill by value; see [`fill_augmented_primal`], on the call's
+/// views.
+pub(crate) fn ptr_fill_augmented_primal<T, D, V, F, R>(
     on: On<'_>,
-    shape: RawRegion,
-    restore: bool,
-    dst: D,
+    (shape, restore): (RawRegion, bool),
+    d: Raw<T>,
+    dst: &D,
     value: V,
     mut primal: F,
 ) -> Result<RegionTape<T>>
@@ -347,7 +321,7 @@ where
     F: FnMut(*mut T, T) -> R,
     R: PrimalOutcome,
 {
-    let (d, c) = unsafe { raw_dst(on, &shape, &dst, restore)? };
+    let c = check_dst(on, shape.boxes(), &d, restore)?;
     let saved = save_if::<RawShadow<T>>(on, restore && D::PRIMAL_NEEDED, &d.primal, &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal(), value.value()).into_result()?;
@@ -355,24 +329,19 @@ where
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
 }
 
-/// Reverse of a pointer fill by value; see [`fill_reverse`].
-///
-/// # Safety
-/// As [`ptr_memset_forward`].
-pub unsafe fn ptr_fill_reverse<T, D, V>(
+/// Reverse of a pointer fill by value; see [`fill_reverse`], on the call's views.
+pub(crate) fn ptr_fill_reverse<T, D, V>(
     on: On<'_>,
     shape: RawRegion,
     tape: RegionTape<T>,
-    dst: D,
-    value: V,
+    mut d: Raw<T>,
 ) -> Result<V::Gradient<D::Width>>
 where
     T: Differentiable,
     D: DstPtr<T>,
     V: ReverseValue<T>,
 {
-    let _ = value;
-    let (mut d, c) = unsafe { raw_dst(on, &shape, &dst, tape.restores())? };
+    let c = check_dst(on, shape.boxes(), &d, tape.restores())?;
     let saved = tape.check(&c, D::WIDTH)?;
     let sums = reverse_lanes(on, &c, &mut d, V::ACTIVE)?;
     if let Some(mut s) = saved {

@@ -11,6 +11,7 @@
 //! - [`region`]: what region rules share: boxes, the whole-call check, the tape;
 //! - [`traits`]: the public face: one trait per family, whose provided methods (forward,
 //!   augmented primal, reverse) call the bodies above; generated code implements them.
+#![forbid(unsafe_code)]
 
 mod copy;
 mod fill;
@@ -18,22 +19,24 @@ mod pitched;
 mod region;
 mod traits;
 
+pub use crate::memory::raw::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
-    ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
 };
+pub(crate) use copy::{ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse};
 pub use fill::{
     fill_augmented_primal, fill_forward, fill_reverse, memset_augmented_primal, memset_forward,
-    memset_reverse, ptr_fill_augmented_primal, ptr_fill_forward, ptr_fill_reverse,
-    ptr_memset_augmented_primal, ptr_memset_forward, ptr_memset_reverse,
+    memset_reverse,
 };
-pub use pitched::{
-    ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse, region_augmented_primal,
-    region_forward, region_reverse,
+pub(crate) use fill::{
+    ptr_fill_augmented_primal, ptr_fill_forward, ptr_fill_reverse, ptr_memset_augmented_primal,
+    ptr_memset_forward, ptr_memset_reverse,
 };
+pub(crate) use pitched::{ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse};
+pub use pitched::{region_augmented_primal, region_forward, region_reverse};
 pub use region::{Boxes, RawRegion, RegionTape};
 pub(crate) use traits::Ran;
 pub use traits::{
-    Captures, CollectiveRule, CopyRule, FillGradient, FillRule, InImpl, MemsetRule, RawCopyRule,
-    RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, SendRule,
+    Captures, CollectiveRule, CopyRule, FillGradient, FillRule, InImpl, MemsetRule, RecvRule,
+    RegionRule, SendRule,
 };

@@ -133,48 +133,25 @@ where
     Ok(())
 }
 
-/// The checked lanes of a pointer rule.
-///
-/// # Safety
-/// Every pointer valid for its box in memory of its declared kind.
-unsafe fn raw_call<T, D, S>(
-    on: On<'_>,
-    shape: &RawRegion,
-    dst: &D,
-    src: &S,
-    restore: bool,
-) -> Result<(Raw<T>, Raw<T>, Checked)>
-where
-    T: Differentiable,
-    D: DstPtr<T>,
-    S: SrcPtr<T>,
-{
-    let (d, s) = unsafe { (shape.dst_lanes(dst)?, shape.src_lanes(src)?) };
-    let c = check_call(on, shape.boxes(), &d, Some(&s), restore)?;
-    Ok((d, s, c))
-}
-
-/// Forward rule of a pointer region copy; see [`region_forward`]. `primal(dst, src)` runs the
-/// user's copy with the call's offsets, pitches and extents.
-///
-/// # Safety
-/// The primal function's contract, and every shadow pointer valid for its box.
-pub unsafe fn ptr_region_forward<T, D, S, F, R>(
+/// Forward rule of a pointer region copy; see [`region_forward`], on the call's views (made by
+/// the raw rule's method under its `unsafe` contract). `primal(dst, src)` runs the user's copy
+/// with the call's offsets, pitches and extents.
+pub(crate) fn ptr_region_forward<T, D, S, F, R>(
     on: On<'_>,
     shape: RawRegion,
-    dst: D,
-    src: S,
+    (mut d, s): (Raw<T>, Raw<T>),
+    dst: &D,
+    src: &S,
     mut primal: F,
 ) -> Result<()>
 where
     T: Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let (mut d, _, c) = unsafe { raw_call(on, &shape, &dst, &src, false)? };
+    let c = check_call(on, shape.boxes(), &d, Some(&s), false)?;
     if D::PRIMAL_NEEDED && !c.primal_same {
         primal(dst.primal(), src.primal()).into_result()?;
     }
@@ -191,27 +168,26 @@ where
     Ok(())
 }
 
-/// Augmented primal of a pointer region copy; see [`region_augmented_primal`].
-///
-/// # Safety
-/// As [`ptr_region_forward`].
-pub unsafe fn ptr_region_augmented_primal<T, D, S, F, R>(
+/// Augmented primal of a pointer region copy; see [`region_augmented_primal`], on the call's
+/// views.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ptr_region_augmented_primal<T, D, S, F, R>(
     on: On<'_>,
     shape: RawRegion,
     restore: bool,
-    dst: D,
-    src: S,
+    (d, s): (Raw<T>, Raw<T>),
+    dst: &D,
+    src: &S,
     mut primal: F,
 ) -> Result<RegionTape<T>>
 where
     T: Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let (d, _, c) = unsafe { raw_call(on, &shape, &dst, &src, restore)? };
+    let c = check_call(on, shape.boxes(), &d, Some(&s), restore)?;
     let run = D::PRIMAL_NEEDED && !c.primal_same;
     let saved = match restore && run {
         true => Some(save_region(on, &d.primal, c.dst)?),
@@ -223,24 +199,18 @@ where
     Ok(RegionTape::new(&c, D::WIDTH, run).with_saved(saved))
 }
 
-/// Reverse of a pointer region copy; see [`region_reverse`].
-///
-/// # Safety
-/// As [`ptr_region_forward`].
-pub unsafe fn ptr_region_reverse<T, D, S>(
+/// Reverse of a pointer region copy; see [`region_reverse`], on the call's views.
+pub(crate) fn ptr_region_reverse<T, D>(
     on: On<'_>,
     shape: RawRegion,
     tape: RegionTape<T>,
-    dst: D,
-    src: S,
+    (mut d, mut s): (Raw<T>, Raw<T>),
 ) -> Result<()>
 where
     T: Differentiable,
     D: DstPtr<T>,
-    S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
 {
-    let (mut d, mut s, c) = unsafe { raw_call(on, &shape, &dst, &src, tape.restores())? };
+    let c = check_call(on, shape.boxes(), &d, Some(&s), tape.restores())?;
     let saved = tape.check(&c, D::WIDTH)?;
     for k in 0..D::WIDTH {
         let Some(dd) = d.lane_mut(k) else { continue };

@@ -1,11 +1,13 @@
 //! The bodies of pointer copy rules: `dst` and `src` are raw pointers of declared memory kinds,
 //! with offsets and a length ([`PtrCopy`]); each pointer is seen through a view of its `n`
-//! elements, checked like a slice rule's buffers.
+//! elements (made by the raw rule's method, `crate::memory::raw::rules`, under its `unsafe`
+//! contract), checked like a slice rule's buffers.
 
 use super::{Call, CopyTape, PrimalOutcome, plan_lanes};
-use crate::activity::{DstPtr, SameWidth, SrcPtr};
+use crate::activity::{DstPtr, SrcPtr};
 use crate::error::Result;
 use crate::memory::raw::RawShadow;
+use crate::memory::raw::lanes::CopyViews;
 use crate::memory::{MemoryKind, Overlap, ShadowRead};
 use crate::ops::{On, Source, refuse_call_in_capture};
 
@@ -34,57 +36,34 @@ struct PtrPlan<T> {
 }
 
 impl PtrCopy {
-    /// Checks a pointer rule's arguments and builds its shadow views. Nothing is written.
-    ///
-    /// # Safety
-    /// Every pointer must be valid for `offset + n` elements of its declared kind.
-    unsafe fn plan<T, D, S>(&self, on: On<'_>, dst: &D, src: &S) -> Result<PtrPlan<T>>
-    where
-        T: crate::Differentiable,
-        D: DstPtr<T>,
-        S: SrcPtr<T>,
-    {
-        let raw =
-            |kind, p: *mut T, off, what| unsafe { RawShadow::new(kind, p, off, self.n, what) };
-        let pd = raw(
-            self.dst_kind,
-            dst.primal(),
-            self.dst_offset,
-            "the primal `dst`",
-        )?;
-        let ps = raw(
-            self.src_kind,
-            src.primal() as *mut T,
-            self.src_offset,
-            "the primal `src`",
-        )?;
-        let mut lanes = Vec::with_capacity(D::WIDTH);
-        let mut regions = Vec::with_capacity(D::WIDTH.max(S::WIDTH));
-        for k in 0..D::WIDTH.max(S::WIDTH) {
-            let ds = match src.lane(k) {
-                Some(p) => Some(raw(self.src_kind, p, self.src_offset, "a shadow of `src`")?),
-                None => None,
-            };
-            let dd = match dst.lane(k) {
-                Some(p) => Some(raw(self.dst_kind, p, self.dst_offset, "a shadow of `dst`")?),
-                None => None,
-            };
-            regions.push((
-                dd.as_ref().map(ShadowRead::region),
-                ds.as_ref().map(ShadowRead::region),
-            ));
-            if let Some(dd) = dd {
-                lanes.push((dd, ds));
-            }
-        }
+    /// Checks a pointer rule's arguments, seen through their views. Nothing is written.
+    fn plan<T: crate::Differentiable>(
+        &self,
+        on: On<'_>,
+        views: CopyViews<T>,
+    ) -> Result<PtrPlan<T>> {
+        let CopyViews { dst, src, lanes } = views;
+        let regions = lanes
+            .iter()
+            .map(|(dd, ds)| {
+                (
+                    dd.as_ref().map(ShadowRead::region),
+                    ds.as_ref().map(ShadowRead::region),
+                )
+            })
+            .collect();
         let call = Call {
-            dst: pd.region(),
-            src: ps.region(),
+            dst: dst.region(),
+            src: src.region(),
             lanes: regions,
         };
         let primal_is_identity = call.check()? == Overlap::Same;
         let host = self.dst_kind == MemoryKind::Host || self.src_kind == MemoryKind::Host;
         refuse_call_in_capture(on, "a copy rule on pageable host memory", host)?;
+        let lanes = lanes
+            .into_iter()
+            .filter_map(|(dd, ds)| dd.map(|dd| (dd, ds)))
+            .collect();
         Ok(PtrPlan {
             lanes,
             primal_is_identity,
@@ -104,27 +83,25 @@ impl PtrCopy {
     }
 }
 
-/// Forward rule of a pointer copy; see [`copy_forward`](super::copy_forward). `primal(dst, src)` runs the user's copy
-/// with the call's offsets and length.
-///
-/// # Safety
-/// The primal function's contract, and every shadow pointer valid for `offset + n` elements.
-pub unsafe fn ptr_copy_forward<T, D, S, F, R>(
+/// Forward rule of a pointer copy; see [`copy_forward`](super::copy_forward), on the call's views
+/// (made by the raw rule's method under its `unsafe` contract). `primal(dst, src)` runs the user's
+/// copy with the call's offsets and length.
+pub(crate) fn ptr_copy_forward<T, D, S, F, R>(
     on: On<'_>,
     shape: PtrCopy,
-    dst: D,
-    src: S,
+    views: CopyViews<T>,
+    dst: &D,
+    src: &S,
     mut primal: F,
 ) -> Result<()>
 where
     T: crate::Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let plan = unsafe { shape.plan(on, &dst, &src)? };
+    let plan = shape.plan(on, views)?;
     let zeros = plan_lanes::<RawShadow<T>, RawShadow<T>>(
         on,
         plan.lanes.iter().map(|(dd, ds)| (Some(dd), ds.as_ref())),
@@ -149,50 +126,42 @@ where
     Ok(())
 }
 
-/// Augmented primal of a pointer copy; see [`copy_augmented_primal`](super::copy_augmented_primal).
-///
-/// # Safety
-/// As [`ptr_copy_forward`].
-pub unsafe fn ptr_copy_augmented_primal<T, D, S, F, R>(
+/// Augmented primal of a pointer copy; see
+/// [`copy_augmented_primal`](super::copy_augmented_primal), on the call's views.
+pub(crate) fn ptr_copy_augmented_primal<T, D, S, F, R>(
     on: On<'_>,
     shape: PtrCopy,
-    dst: D,
-    src: S,
+    views: CopyViews<T>,
+    dst: &D,
+    src: &S,
     mut primal: F,
 ) -> Result<CopyTape>
 where
     T: crate::Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
     F: FnMut(*mut T, *const T) -> R,
     R: PrimalOutcome,
 {
-    let plan = unsafe { shape.plan(on, &dst, &src)? };
+    let plan = shape.plan(on, views)?;
     if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
     }
     Ok(shape.tape(D::WIDTH, D::PRIMAL_NEEDED, &plan.call))
 }
 
-/// Reverse of a pointer copy; see [`copy_reverse`](super::copy_reverse).
-///
-/// # Safety
-/// As [`ptr_copy_forward`].
-pub unsafe fn ptr_copy_reverse<T, D, S>(
+/// Reverse of a pointer copy; see [`copy_reverse`](super::copy_reverse), on the call's views.
+pub(crate) fn ptr_copy_reverse<T, D>(
     on: On<'_>,
     shape: PtrCopy,
     tape: CopyTape,
-    dst: D,
-    src: S,
+    views: CopyViews<T>,
 ) -> Result<()>
 where
     T: crate::Differentiable,
     D: DstPtr<T>,
-    S: SrcPtr<T>,
-    D::Width: SameWidth<S::Width>,
 {
-    let plan = unsafe { shape.plan(on, &dst, &src)? };
+    let plan = shape.plan(on, views)?;
     tape.check(&shape.tape(D::WIDTH, tape.primal_ran, &plan.call))?;
     let plans = plan_lanes::<RawShadow<T>, RawShadow<T>>(
         on,

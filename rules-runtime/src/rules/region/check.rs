@@ -109,7 +109,7 @@ fn place<B: ShadowRead + ?Sized>(
                 });
             }
             if r.elements() > 0 {
-                ops::array::place(&a, &r, &what)?;
+                a.place(&r, &what)?;
             }
             Some(a.handle as usize)
         }

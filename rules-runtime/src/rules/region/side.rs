@@ -3,10 +3,10 @@
 //! [`RawRegion`]), so that [`check_call`](super::check_call) and the bodies are written once.
 
 use super::Boxes;
-use crate::activity::{DstArg, DstPtr, SrcArg, SrcPtr};
+use crate::activity::{DstArg, SrcArg};
 use crate::element::Differentiable;
-use crate::error::Result;
 use crate::memory::raw::RawShadow;
+use crate::memory::raw::lanes::BoxViews;
 use crate::memory::{MemoryKind, ShadowMemory};
 use crate::region::Pitched;
 use core::marker::PhantomData;
@@ -32,38 +32,6 @@ impl RawRegion {
             src: self.src,
             ..Boxes::WHOLE
         }
-    }
-
-    /// The destination's lanes as views just long enough for its box.
-    ///
-    /// # Safety
-    /// Every pointer valid for its box in memory of the declared kind.
-    pub(crate) unsafe fn dst_lanes<T: Differentiable, D: DstPtr<T>>(
-        &self,
-        dst: &D,
-    ) -> Result<Raw<T>> {
-        unsafe {
-            Raw::new(
-                self.dst_kind,
-                self.dst,
-                dst.primal(),
-                |k| dst.lane(k),
-                "dst",
-            )
-        }
-    }
-
-    /// The source's lanes, as [`Self::dst_lanes`].
-    ///
-    /// # Safety
-    /// As [`Self::dst_lanes`].
-    pub(crate) unsafe fn src_lanes<T: Differentiable, S: SrcPtr<T>>(
-        &self,
-        src: &S,
-    ) -> Result<Raw<T>> {
-        let r = self.src.unwrap_or(Pitched::linear::<T>(0, 0));
-        let p = src.primal() as *mut T;
-        unsafe { Raw::new(self.src_kind, r, p, |k| src.lane(k), "src") }
     }
 }
 
@@ -127,38 +95,11 @@ impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Side for Src<Y, S> {
     }
 }
 
-/// A pointer rule's side: views from each pointer's base to the end of its box.
-pub(crate) struct Raw<T> {
-    pub(crate) primal: RawShadow<T>,
-    lanes: Vec<RawShadow<T>>,
-}
+/// A pointer rule's side: views from each pointer's base to the end of its box, made by the raw
+/// rule's method (`crate::memory::raw::lanes`) under its `unsafe` contract.
+pub(crate) type Raw<T> = BoxViews<T>;
 
-impl<T: Differentiable> Raw<T> {
-    /// # Safety
-    /// Every pointer valid for the box `r` in memory of kind `kind`.
-    unsafe fn new(
-        kind: MemoryKind,
-        r: Pitched,
-        primal: *mut T,
-        lane: impl Fn(usize) -> Option<*mut T>,
-        side: &'static str,
-    ) -> Result<Self> {
-        let len = r.check::<T>(side, usize::MAX)?.end;
-        let (pw, sw) = match side {
-            "dst" => ("the primal `dst`", "a shadow of `dst`"),
-            _ => ("the primal `src`", "a shadow of `src`"),
-        };
-        // SAFETY: by the caller's contract, each pointer is valid for the box, which ends at `len`.
-        let primal = unsafe { RawShadow::new(kind, primal, 0, len, pw)? };
-        let mut lanes = Vec::new();
-        while let Some(p) = lane(lanes.len()) {
-            lanes.push(unsafe { RawShadow::new(kind, p, 0, len, sw)? });
-        }
-        Ok(Raw { primal, lanes })
-    }
-}
-
-impl<T: Differentiable> Side for Raw<T> {
+impl<T: Differentiable> Side for BoxViews<T> {
     type Buf = RawShadow<T>;
     fn width(&self) -> usize {
         self.lanes.len()

@@ -1,17 +1,14 @@
-//! The traits of two-buffer rules (`dst ← src`): whole copies and region copies, on references or
-//! raw pointers.
+//! The traits of two-buffer rules (`dst ← src`): whole copies and region copies, on references
+//! (the raw-pointer ones are `crate::memory::raw::rules`).
 
-use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
-use crate::element::Differentiable;
+use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
 use crate::rules::Ran;
 use crate::rules::{
-    Boxes, CopyTape, PtrCopy, RawRegion, RegionTape, copy_augmented_primal, copy_forward,
-    copy_reverse, ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse,
-    ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse, region_augmented_primal,
-    region_forward, region_reverse,
+    Boxes, CopyTape, RegionTape, copy_augmented_primal, copy_forward, copy_reverse,
+    region_augmented_primal, region_forward, region_reverse,
 };
 
 /// The rules of a `copy` of a whole buffer, `dst: &mut X ← src: &Y`, as `#[derivative_rule(copy)]`
@@ -62,80 +59,6 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
         D::Width: SameWidth<S::Width>,
     {
         copy_reverse(self.__on(), tape, dst, src)
-    }
-}
-
-/// The rules of a `copy` through raw pointers (`dst: *mut T ← src: *const T`, with the memory
-/// kinds the attribute declares and the offsets and length the primitive takes). As
-/// [`CopyRule`], with `unsafe` methods.
-///
-/// # Safety
-/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
-/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
-/// implementations do.
-///
-/// Calling every method: the contract of the primitive, for the primal pointers and again for each
-/// lane's shadow pointers; every shadow pointer valid and aligned for `offset + n` elements of
-/// its side's declared memory kind (shadows are read and written); no shadow aliasing a primal
-/// or another lane's shadow (a lane's `dst` and `src` shadows may be the same range, never a
-/// partial overlap); every pointer valid, and the memory untouched by anything else, until the
-/// work the call enqueues on the copy's stream has completed.
-pub unsafe trait RawCopyRule<'s, T: Differentiable> {
-    /// The stream, memory kinds, offsets and length of the call.
-    #[doc(hidden)]
-    fn __plan(&self) -> (On<'s>, PtrCopy);
-    /// The primitive, called on one lane's pointers with the other arguments.
-    ///
-    /// # Safety
-    /// The primitive's contract.
-    #[doc(hidden)]
-    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
-
-    /// Forward rule; see [`CopyRule::forward`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn forward<D: DstPtr<T>, S: SrcPtr<T>>(&mut self, dst: D, src: S) -> Result<()>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape) = self.__plan();
-        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        unsafe { ptr_copy_forward(on, shape, dst, src, primal) }
-    }
-
-    /// Augmented primal; see [`CopyRule::augmented_primal`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn augmented_primal<D: DstPtr<T>, S: SrcPtr<T>>(
-        &mut self,
-        dst: D,
-        src: S,
-    ) -> Result<CopyTape>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape) = self.__plan();
-        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        unsafe { ptr_copy_augmented_primal(on, shape, dst, src, primal) }
-    }
-
-    /// Reverse rule; see [`CopyRule::reverse`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn reverse<D: DstPtr<T>, S: SrcPtr<T>>(
-        &mut self,
-        tape: CopyTape,
-        dst: D,
-        src: S,
-    ) -> Result<()>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape) = self.__plan();
-        unsafe { ptr_copy_reverse(on, shape, tape, dst, src) }
     }
 }
 
@@ -191,71 +114,5 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
     {
         let (on, boxes, _) = self.__plan();
         region_reverse(on, boxes, tape, dst, src)
-    }
-}
-
-/// The rules of a two-buffer region rule through raw pointers; as [`RegionRule`], with `unsafe`
-/// methods whose contract is [`RawCopyRule`]'s, each pointer valid for its box.
-///
-/// # Safety
-/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
-/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
-/// implementations do. Calling: see each method.
-pub unsafe trait RawRegionRule<'s, T: Differentiable> {
-    /// The stream, memory kinds and boxes, and whether the reverse restores the destination.
-    #[doc(hidden)]
-    fn __plan(&self) -> (On<'s>, RawRegion, bool);
-    /// The primitive, called on one lane's pointers with the other arguments.
-    ///
-    /// # Safety
-    /// The primitive's contract.
-    #[doc(hidden)]
-    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
-
-    /// Forward rule; see [`RegionRule::forward`].
-    ///
-    /// # Safety
-    /// See [`RawCopyRule`].
-    unsafe fn forward<D: DstPtr<T>, S: SrcPtr<T>>(&mut self, dst: D, src: S) -> Result<()>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape, _) = self.__plan();
-        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        unsafe { ptr_region_forward(on, shape, dst, src, primal) }
-    }
-
-    /// Augmented primal; see [`RegionRule::augmented_primal`].
-    ///
-    /// # Safety
-    /// See [`RawCopyRule`].
-    unsafe fn augmented_primal<D: DstPtr<T>, S: SrcPtr<T>>(
-        &mut self,
-        dst: D,
-        src: S,
-    ) -> Result<RegionTape<T>>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        unsafe { ptr_region_augmented_primal(on, shape, restore, dst, src, primal) }
-    }
-
-    /// Reverse rule; see [`RegionRule::reverse`].
-    ///
-    /// # Safety
-    /// See [`RawCopyRule`].
-    unsafe fn reverse<D: DstPtr<T>, S: SrcPtr<T>>(
-        &mut self,
-        tape: RegionTape<T>,
-        dst: D,
-        src: S,
-    ) -> Result<()>
-    where
-        D::Width: SameWidth<S::Width>,
-    {
-        let (on, shape, _) = self.__plan();
-        unsafe { ptr_region_reverse(on, shape, tape, dst, src) }
     }
 }

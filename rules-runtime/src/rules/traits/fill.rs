@@ -1,17 +1,14 @@
 //! The traits of one-buffer region rules: `memset` (a bit pattern, not differentiable) and
-//! `fill` by value, on references or raw pointers.
+//! `fill` by value, on references (the raw-pointer ones are `crate::memory::raw::rules`).
 
-use crate::activity::{Activity, DstArg, DstPtr, ForwardValue, ReverseValue, SameWidth};
-use crate::element::Differentiable;
+use crate::activity::{Activity, DstArg, ForwardValue, ReverseValue, SameWidth};
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
 use crate::rules::Ran;
 use crate::rules::{
-    Boxes, RawRegion, RegionTape, fill_augmented_primal, fill_forward, fill_reverse,
-    memset_augmented_primal, memset_forward, memset_reverse, ptr_fill_augmented_primal,
-    ptr_fill_forward, ptr_fill_reverse, ptr_memset_augmented_primal, ptr_memset_forward,
-    ptr_memset_reverse,
+    Boxes, RegionTape, fill_augmented_primal, fill_forward, fill_reverse, memset_augmented_primal,
+    memset_forward, memset_reverse,
 };
 
 /// The derivative a fill's reverse rule returns: one per lane of the destination (`[T; N]`), or
@@ -46,53 +43,6 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
     fn reverse<D: DstArg<X>>(&mut self, tape: RegionTape<X::Elem>, dst: D) -> Result<()> {
         let (on, boxes, _) = self.__plan();
         memset_reverse(on, boxes, tape, dst)
-    }
-}
-
-/// The rules of a `memset` through a raw pointer; as [`MemsetRule`], with `unsafe` methods whose
-/// contract is [`RawCopyRule`](crate::RawCopyRule)'s, the pointer valid for its box.
-///
-/// # Safety
-/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
-/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
-/// implementations do. Calling: see each method.
-pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
-    /// The stream, memory kind and box, and whether the reverse restores the destination.
-    #[doc(hidden)]
-    fn __plan(&self) -> (On<'s>, RawRegion, bool);
-    /// The primitive, called on one lane's pointer with the other arguments.
-    ///
-    /// # Safety
-    /// The primitive's contract.
-    #[doc(hidden)]
-    unsafe fn __primal(&mut self, dst: *mut T) -> Result<()>;
-
-    /// Forward rule; see [`MemsetRule::forward`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn forward<D: DstPtr<T>>(&mut self, dst: D) -> Result<()> {
-        let (on, shape, _) = self.__plan();
-        unsafe { ptr_memset_forward(on, shape, dst, |d: *mut T| Ran(self.__primal(d))) }
-    }
-
-    /// Augmented primal; see [`MemsetRule::augmented_primal`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn augmented_primal<D: DstPtr<T>>(&mut self, dst: D) -> Result<RegionTape<T>> {
-        let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T| Ran(unsafe { self.__primal(d) });
-        unsafe { ptr_memset_augmented_primal(on, shape, restore, dst, primal) }
-    }
-
-    /// Reverse rule; see [`MemsetRule::reverse`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn reverse<D: DstPtr<T>>(&mut self, tape: RegionTape<T>, dst: D) -> Result<()> {
-        let (on, shape, _) = self.__plan();
-        unsafe { ptr_memset_reverse(on, shape, tape, dst) }
     }
 }
 
@@ -140,65 +90,5 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
     ) -> Result<FillGradient<V, X::Elem, D>> {
         let (on, boxes, _) = self.__plan();
         fill_reverse(on, boxes, tape, dst, value)
-    }
-}
-
-/// The rules of a `fill` by value through a raw pointer; as [`FillRule`], with `unsafe` methods
-/// whose contract is [`RawCopyRule`](crate::RawCopyRule)'s, the pointer valid for its box.
-///
-/// # Safety
-/// Implementing: `__plan` describes the call truthfully (the stream, memory kinds, offsets,
-/// lengths and boxes the primitive really uses), since the methods trust it; the macro's
-/// implementations do. Calling: see each method.
-pub unsafe trait RawFillRule<'s, T: Differentiable> {
-    /// The stream, memory kind and box, and whether the reverse restores the destination.
-    #[doc(hidden)]
-    fn __plan(&self) -> (On<'s>, RawRegion, bool);
-    /// The primitive, called on one lane's pointer and value with the other arguments.
-    ///
-    /// # Safety
-    /// The primitive's contract.
-    #[doc(hidden)]
-    unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()>;
-
-    /// Forward rule; see [`FillRule::forward`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn forward<D: DstPtr<T>, V: ForwardValue<T>>(&mut self, dst: D, value: V) -> Result<()>
-    where
-        D::Width: SameWidth<V::Width>,
-    {
-        let (on, shape, _) = self.__plan();
-        let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
-        unsafe { ptr_fill_forward(on, shape, dst, value, primal) }
-    }
-
-    /// Augmented primal; see [`FillRule::augmented_primal`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn augmented_primal<D: DstPtr<T>, V: ReverseValue<T>>(
-        &mut self,
-        dst: D,
-        value: V,
-    ) -> Result<RegionTape<T>> {
-        let (on, shape, restore) = self.__plan();
-        let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
-        unsafe { ptr_fill_augmented_primal(on, shape, restore, dst, value, primal) }
-    }
-
-    /// Reverse rule; see [`FillRule::reverse`].
-    ///
-    /// # Safety
-    /// See the trait.
-    unsafe fn reverse<D: DstPtr<T>, V: ReverseValue<T>>(
-        &mut self,
-        tape: RegionTape<T>,
-        dst: D,
-        value: V,
-    ) -> Result<FillGradient<V, T, D>> {
-        let (on, shape, _) = self.__plan();
-        unsafe { ptr_fill_reverse(on, shape, tape, dst, value) }
     }
 }

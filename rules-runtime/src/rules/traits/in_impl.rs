@@ -3,38 +3,20 @@
 //! returns an `InImpl`: the call's plan and a closure calling `Self::name`, which implements the
 //! rule trait of the kind like a generated struct does.
 
-use super::{
-    CollectiveRule, CopyRule, FillRule, MemsetRule, RawCopyRule, RawFillRule, RawMemsetRule,
-    RawRegionRule, RecvRule, RegionRule, SendRule,
-};
+use super::{CollectiveRule, CopyRule, FillRule, MemsetRule, RecvRule, RegionRule, SendRule};
 use crate::collective::Collective;
-use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::ShadowMemory;
 use crate::nccl::{CollectiveDst, CollectiveSrc};
 use crate::ops::On;
-use crate::rules::{Boxes, PrimalOutcome, PtrCopy, RawRegion};
+use crate::rules::{Boxes, PrimalOutcome};
 
 /// A rule object made of a plan and a closure calling the primitive (see the module docs).
-/// Made only by generated code.
+/// Made only by generated code, through its `unsafe` constructor (`InImpl::new`, declared with the
+/// raw-pointer rule traits in `crate::memory::raw::rules`, which trust its plan).
 pub struct InImpl<P, F> {
-    plan: P,
-    primal: F,
-}
-
-impl<P, F> InImpl<P, F> {
-    /// The rule object of one call.
-    ///
-    /// # Safety
-    /// When `F` calls an `unsafe` primitive on references (not raw pointers), the caller promises
-    /// that every call of the rule's (safe) methods meets the primitive's contract; the generated
-    /// `name_rule` is `unsafe` then, with that contract. For the raw-pointer rules, `plan`
-    /// describes the call truthfully (the raw traits' implementing contract): the macro builds it
-    /// from the call's own arguments.
-    #[doc(hidden)]
-    pub unsafe fn new(plan: P, primal: F) -> Self {
-        InImpl { plan, primal }
-    }
+    pub(crate) plan: P,
+    pub(crate) primal: F,
 }
 
 /// Names a lifetime in an opaque return type (`impl Trait + Captures<'a>`), so that it may
@@ -57,22 +39,6 @@ where
     }
 }
 
-// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
-// the rule's own primitive.
-unsafe impl<'s, T, F, R> RawCopyRule<'s, T> for InImpl<(On<'s>, PtrCopy), F>
-where
-    T: Differentiable,
-    F: FnMut(*mut T, *const T) -> R,
-    R: PrimalOutcome,
-{
-    fn __plan(&self) -> (On<'s>, PtrCopy) {
-        self.plan
-    }
-    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
-        (self.primal)(dst, src).into_result()
-    }
-}
-
 impl<'s, X, Y, F, R> RegionRule<'s, X, Y> for InImpl<(On<'s>, Boxes, bool), F>
 where
     X: ShadowMemory + ?Sized,
@@ -84,22 +50,6 @@ where
         self.plan
     }
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()> {
-        (self.primal)(dst, src).into_result()
-    }
-}
-
-// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
-// the rule's own primitive.
-unsafe impl<'s, T, F, R> RawRegionRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
-where
-    T: Differentiable,
-    F: FnMut(*mut T, *const T) -> R,
-    R: PrimalOutcome,
-{
-    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
-        self.plan
-    }
-    unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
         (self.primal)(dst, src).into_result()
     }
 }
@@ -118,22 +68,6 @@ where
     }
 }
 
-// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
-// the rule's own primitive.
-unsafe impl<'s, T, F, R> RawMemsetRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
-where
-    T: Differentiable,
-    F: FnMut(*mut T) -> R,
-    R: PrimalOutcome,
-{
-    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
-        self.plan
-    }
-    unsafe fn __primal(&mut self, dst: *mut T) -> Result<()> {
-        (self.primal)(dst).into_result()
-    }
-}
-
 impl<'s, X, F, R> FillRule<'s, X> for InImpl<(On<'s>, Boxes, bool), F>
 where
     X: ShadowMemory + ?Sized,
@@ -144,22 +78,6 @@ where
         self.plan
     }
     fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()> {
-        (self.primal)(dst, value).into_result()
-    }
-}
-
-// SAFETY: the plan is the one `InImpl::new`'s caller vouched for, and the primal is called as
-// the rule's own primitive.
-unsafe impl<'s, T, F, R> RawFillRule<'s, T> for InImpl<(On<'s>, RawRegion, bool), F>
-where
-    T: Differentiable,
-    F: FnMut(*mut T, T) -> R,
-    R: PrimalOutcome,
-{
-    fn __plan(&self) -> (On<'s>, RawRegion, bool) {
-        self.plan
-    }
-    unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()> {
         (self.primal)(dst, value).into_result()
     }
 }

@@ -15,8 +15,8 @@ mod fill;
 mod in_impl;
 
 pub use collective::{CollectiveRule, RecvRule, SendRule};
-pub use copy::{CopyRule, RawCopyRule, RawRegionRule, RegionRule};
-pub use fill::{FillGradient, FillRule, MemsetRule, RawFillRule, RawMemsetRule};
+pub use copy::{CopyRule, RegionRule};
+pub use fill::{FillGradient, FillRule, MemsetRule};
 pub use in_impl::{Captures, InImpl};
 
 use crate::error::Result;

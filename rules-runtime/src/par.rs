@@ -14,7 +14,7 @@ const GRAIN: usize = 1 << 15;
 const SERIAL_BELOW: usize = 1 << 18;
 
 /// `acc += src`, element-wise. Lengths are equal (checked by the callers).
-pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
+pub(crate) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
     let serial = |a: &mut [T], s: &[T]| {
         for (a, s) in a.iter_mut().zip(s) {
             *a = T::add(*a, *s);
@@ -30,7 +30,7 @@ pub(super) fn add<T: Differentiable>(acc: &mut [T], src: &[T]) {
 }
 
 /// `buf ← 0`.
-pub(super) fn zero<T: Differentiable>(buf: &mut [T]) {
+pub(crate) fn zero<T: Differentiable>(buf: &mut [T]) {
     if buf.len() < SERIAL_BELOW {
         buf.fill(T::zero());
     } else {
@@ -46,7 +46,7 @@ pub(super) fn zero<T: Differentiable>(buf: &mut [T]) {
 /// `ready(c)` returns once chunk `c` may be written; if it fails, it returns its error only after
 /// making sure of that (e.g. by synchronising the stream). Every chunk is zeroed either way; the
 /// first error is returned.
-pub(super) fn zero_behind<T, E>(
+pub(crate) fn zero_behind<T, E>(
     buf: &mut [T],
     per: usize,
     ready: impl Fn(usize) -> Result<(), E> + Sync,
@@ -95,7 +95,7 @@ where
 }
 
 /// `to ← from`. Lengths are equal (checked by the callers).
-pub(super) fn copy<T: Differentiable>(to: &mut [T], from: &[T]) {
+pub(crate) fn copy<T: Differentiable>(to: &mut [T], from: &[T]) {
     if to.len() < SERIAL_BELOW {
         to.copy_from_slice(from);
     } else {

@@ -1,6 +1,6 @@
 //! The staged routes for large host-only shadows, as pipelines: the shadow moves in chunks through
 //! a few pooled page-locked slots, so that the link carries one chunk while the host's threads
-//! ([`super::par`]) copy or add the next. Done whole, the same work is the link's time plus the
+//! ([`crate::par`]) copy or add the next. Done whole, the same work is the link's time plus the
 //! host's; pipelined it is about the longer of the two (measurements in docs/performance.md).
 //!
 //! The host reads and writes the slots directly, so before its first touch the stream is
@@ -8,16 +8,18 @@
 //! and any work queued before the call that may still write a page-locked shadow. Each slot's
 //! reuse then waits for the event recorded after the device's last use of it.
 
-use super::par;
 use crate::cuda::driver;
 use crate::device::kernels;
 use crate::device::pool::{Lease, Memory};
 use crate::element::Differentiable;
-use crate::error::Result;
+use crate::error::{Error, Result, check_len};
+use crate::memory::view::{DevMut, DevRef};
+use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory};
+use crate::par;
 use cudarc::driver::{CudaEvent, CudaStream, sys};
 
 /// From this many bytes a staged route runs as a pipeline; below, the whole shadow is one chunk.
-pub(super) const MIN_BYTES: usize = 8 << 20;
+pub(crate) const MIN_BYTES: usize = 8 << 20;
 
 /// Bytes per chunk: a multiple of every element size.
 const CHUNK_BYTES: usize = 16 << 20;
@@ -52,19 +54,16 @@ unsafe fn slot<'a, T>(slots: &'a Lease<'_>, at: usize, len: usize) -> &'a mut [T
     unsafe { core::slice::from_raw_parts_mut(p, len) }
 }
 
-/// `acc += src`: `acc` is the device address of `src.len()` elements ordered on `s`, `src` host
-/// memory. The host's threads copy each chunk into a pinned slot, which the accumulate kernel
-/// reads in place over the link. Returns once every chunk is enqueued; `src` is no longer read
-/// by then.
-///
-/// # Safety
-/// `acc` holds `src.len()` elements of device-reachable memory, ordered on `s`, not overlapping
-/// `src`.
-pub(super) unsafe fn stage_in<T: Differentiable>(
+/// `acc += src`: `acc` device-reachable memory, `src` host memory of the same length. The host's
+/// threads copy each chunk into a pinned slot, which the accumulate kernel reads in place over
+/// the link. Returns once every chunk is enqueued; `src` is no longer read by then.
+pub(crate) fn stage_in<T: Differentiable>(
     s: &CudaStream,
-    acc: u64,
+    acc: &mut DevMut<'_, T>,
     src: &[T],
 ) -> Result<()> {
+    check_len("the source of a staged accumulate", acc.len(), src.len())?;
+    let acc = acc.addr();
     const SLOTS: usize = 3;
     let per = CHUNK_BYTES / size_of::<T>();
     let slots = Lease::new(Memory::PinnedHost, SLOTS * CHUNK_BYTES, s, s)?;
@@ -82,9 +81,10 @@ pub(super) unsafe fn stage_in<T: Differentiable>(
         par::copy(unsafe { slot(&slots, k * CHUNK_BYTES, chunk.len()) }, chunk);
         let at = acc + (c * CHUNK_BYTES) as u64;
         let from = slots.ptr() + (k * CHUNK_BYTES) as u64;
-        // SAFETY: `at` holds the chunk's elements by the caller's contract; the slot holds them
-        // in pinned memory that kernels reach through unified addressing.
-        unsafe { kernels::accumulate(s, T::DTYPE, at, from, chunk.len(), false)? };
+        // SAFETY: `at` holds the chunk's elements (the view holds `src.len()`); the slot holds
+        // them in pinned memory that kernels reach through unified addressing; pooled memory
+        // never overlaps the view.
+        unsafe { kernels::launch_accumulate(s, T::DTYPE, at, from, chunk.len(), false)? };
         done[k]
             .record(s)
             .map_err(driver("cuEventRecord (staging pipeline)"))?;
@@ -92,17 +92,38 @@ pub(super) unsafe fn stage_in<T: Differentiable>(
     Ok(())
 }
 
-/// `acc += src`: `acc` host memory, `src` the device address of `acc.len()` elements ordered on
-/// `s`. The copy engine brings each chunk into one of two pinned slots while the host's threads
-/// add the previous one. Returns once `acc` holds the sums.
-///
-/// # Safety
-/// `src` holds `acc.len()` elements of device-reachable memory, ordered on `s`.
-pub(super) unsafe fn stage_out<T: Differentiable>(
+/// The elements of `src`, copied on `s` into pooled page-locked memory and handed to `f` on the
+/// host once the stream has reached the copy (the host waits for the stream): the staged route
+/// of a small device → host accumulation.
+pub(crate) fn with_host_copy<T: Differentiable, R>(
+    s: &CudaStream,
+    src: &DevRef<'_, T>,
+    f: impl FnOnce(&[T]) -> R,
+) -> Result<R> {
+    let n = src.len();
+    let bytes = n * size_of::<T>();
+    let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
+    // SAFETY: the lease holds at least `bytes` of pinned memory; `src` holds `n` elements.
+    unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, src.addr(), bytes)? };
+    s.synchronize()
+        .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
+    // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source elements
+    // and no device work touches it until the lease drops; it is pinned host memory of at least
+    // `bytes`, aligned for every element type (page-aligned).
+    let staged = unsafe { core::slice::from_raw_parts(stage.ptr() as *const T, n) };
+    Ok(f(staged))
+}
+
+/// `acc += src`: `acc` host memory, `src` device-reachable memory of the same length. The copy
+/// engine brings each chunk into one of two pinned slots while the host's threads add the previous
+/// one. Returns once `acc` holds the sums.
+pub(crate) fn stage_out<T: Differentiable>(
     s: &CudaStream,
     acc: &mut [T],
-    src: u64,
+    src: &DevRef<'_, T>,
 ) -> Result<()> {
+    check_len("the source of a staged accumulate", acc.len(), src.len())?;
+    let src = src.addr();
     const SLOTS: usize = 2;
     let per = OUT_CHUNK_BYTES / size_of::<T>();
     let n = acc.len();
@@ -156,11 +177,60 @@ const MAX_CHUNKS: usize = 64;
 /// are still finished (added and zeroed) and nothing is running on `src` when this returns: every
 /// chunk is either moved whole or left as it was.
 ///
+/// `src` must be page-locked memory ([`MemoryKind::Pinned`]) that both kernels and the host reach,
+/// of `acc`'s length, disjoint from it.
+pub(crate) fn take_pinned<T, M>(s: &CudaStream, acc: &mut DevMut<'_, T>, src: &mut M) -> Result<()>
+where
+    T: Differentiable,
+    M: ShadowMemory<Elem = T> + ?Sized,
+{
+    let n = acc.len();
+    let kind = src.kind();
+    let unsupported = |why| Error::UnsupportedKinds {
+        op: "accumulate_and_zero",
+        dst: MemoryKind::Device,
+        src: kind,
+        why,
+    };
+    if kind != MemoryKind::Pinned {
+        return Err(unsupported(
+            "the pinned pipeline takes page-locked memory only",
+        ));
+    }
+    // The source's device address, ordered after its pending work; the work enqueued on it here
+    // is waited for before returning, so its guard (which would record that work on the buffer,
+    // and make the host view below wait for all of it) is not kept.
+    let from = {
+        let d = DevMut::unguarded(src, s).ok_or_else(|| unsupported("no device address"))?;
+        check_len("the source of `accumulate_and_zero`", n, d.len())?;
+        d.addr()
+    };
+    if acc.region().relation(Region::of::<T>(from, n)) != Overlap::Disjoint {
+        return Err(Error::partial_overlap(
+            "accumulate_and_zero",
+            acc.region(),
+            Region::of::<T>(from, n),
+        ));
+    }
+    let h = src.host_mut()?.ok_or_else(|| unsupported("no host view"))?;
+    check_len("a host view of a shadow", n, h.len())?;
+    if h.as_ptr() as u64 != from {
+        return Err(unsupported(
+            "its host and device views are not the same memory",
+        ));
+    }
+    // SAFETY: `acc` holds `n` elements ordered on `s`; `from` is the device address of the same
+    // `n` page-locked elements as `h` (checked), disjoint from `acc` (checked).
+    unsafe { take_pinned_raw(s, acc.addr(), from, h) }
+}
+
+/// [`take_pinned`] on addresses.
+///
 /// # Safety
 /// `acc` holds `src.len()` elements of device-reachable memory ordered on `s`, disjoint from
 /// `src`; `src_dev` is the device address of `src`'s elements, with the work pending on them
 /// ordered before `s`'s next work.
-pub(super) unsafe fn take_pinned<T: Differentiable>(
+unsafe fn take_pinned_raw<T: Differentiable>(
     s: &CudaStream,
     acc: u64,
     src_dev: u64,
@@ -193,7 +263,7 @@ pub(super) unsafe fn take_pinned<T: Differentiable>(
         };
         let off = (first * size_of::<T>()) as u64;
         // SAFETY: both hold the unit's `len` elements by the caller's contract.
-        unsafe { kernels::accumulate(s, T::DTYPE, acc + off, src_dev + off, len, fused)? };
+        unsafe { kernels::launch_accumulate(s, T::DTYPE, acc + off, src_dev + off, len, fused)? };
         launched += 1;
         read[u]
             .record(s)
