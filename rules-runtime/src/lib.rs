@@ -92,7 +92,8 @@ pub use rules_macro::derivative_rule;
 /// `#[derivative_rule]` generates, next to a primitive `name`, one item: `name_rule`, a tuple
 /// struct of `name`'s arguments other than its buffers (in order), which implements the trait of
 /// its kind (in an `impl` block, with `in_impl`, `Self::name_rule(...)` returns an object that
-/// does). The methods take the buffers as activities, the destination first:
+/// does). For an `unsafe fn` on references, `name_rule(...)` is an `unsafe` function with the
+/// primitive's contract, and the struct's arguments cannot be reached without `unsafe`. The methods take the buffers as activities, the destination first:
 /// `forward(dst, src)`, `augmented_primal(dst, src)` (returns the tape), `reverse(tape, dst, src)`.
 ///
 /// | kind | trait (references) | trait (raw pointers: `unsafe` methods) |
@@ -128,7 +129,7 @@ pub mod __private {
     pub use crate::rules::{
         Boxes, Captures, CollectiveRule, CopyRule, CopyTape, FillRule, InImpl, MemsetRule,
         PrimalOutcome, PtrCopy, RawCopyRule, RawFillRule, RawMemsetRule, RawRegion, RawRegionRule,
-        RecvRule, RegionRule, RegionTape, SendRule,
+        RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
     };
     pub use ::core;
 

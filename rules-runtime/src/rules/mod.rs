@@ -35,5 +35,5 @@ pub use region::{Boxes, RawRegion, RegionTape};
 pub(crate) use traits::Ran;
 pub use traits::{
     Captures, CollectiveRule, CopyRule, FillGradient, FillRule, InImpl, MemsetRule, RawCopyRule,
-    RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, SendRule,
+    RawFillRule, RawMemsetRule, RawRegionRule, RecvRule, RegionRule, SendRule, UnsafeArgs,
 };

@@ -13,11 +13,13 @@ mod collective;
 mod copy;
 mod fill;
 mod in_impl;
+mod unsafe_args;
 
 pub use collective::{CollectiveRule, RecvRule, SendRule};
 pub use copy::{CopyRule, RawCopyRule, RawRegionRule, RegionRule};
 pub use fill::{FillGradient, FillRule, MemsetRule, RawFillRule, RawMemsetRule};
 pub use in_impl::{Captures, InImpl};
+pub use unsafe_args::UnsafeArgs;
 
 use crate::error::Result;
 use crate::rules::PrimalOutcome;
