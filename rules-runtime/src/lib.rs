@@ -45,6 +45,30 @@
 //! [`nccl`], the one [`Error`], the rule traits. Rule bodies and kernel launches are private;
 //! generated code reaches what it needs through a hidden module. The `testing` feature adds
 //! `testing`: adjoint and finite-difference checks.
+//!
+//! ## Without a driver
+//!
+//! Nothing in this crate panics when the CUDA driver or NCCL is missing: [`cuda`] and [`nccl`]
+//! look for the library first and answer [`Error::NoDriver`], [`Error::NoDevice`] or
+//! [`Error::NoNccl`], and an [`Error`] formats without the driver (a primal's cudarc
+//! `DriverError` is held as an [`error::PrimalDriverError`]). The re-exported [`cudarc`] does not
+//! look first: a call of it that reaches a CUDA library loads the library on first use and
+//! panics where it is missing. Call these instead:
+//!
+//! | cudarc (panics without the library) | instead |
+//! | --- | --- |
+//! | `driver::CudaContext::new(ordinal)` | [`cuda::context`] (`Err(NoDriver)`, `Err(NoDevice)`) |
+//! | `driver::CudaContext::device_count()` | [`cuda::device_count`] |
+//! | a new stream of a new context | [`cuda::stream`] |
+//! | formatting a `driver::DriverError` (`{e}`, `{e:?}`, `unwrap()`) | [`Error::primal`]`(e)` (what a rule does with a primal's error), or the code `e.0` |
+//! | `nccl::Id::new()` | [`nccl::unique_id`] |
+//! | `nccl::Comm::from_rank(..)`, `Comm::from_devices(..)` | [`nccl::comm_from_rank`], [`nccl::single_rank`] |
+//! | `nccl::result::get_nccl_version()` | [`nccl::version`] |
+//!
+//! Anything else that reaches a library (the driver, NVRTC, NCCL) before this crate has made a
+//! context or a communicator: ask [`cuda::driver_available`] or [`nccl::nccl_available`] first.
+//! A context or communicator made by the functions above shows that its library is loaded, so
+//! cudarc's methods on it do not panic for want of it.
 #![deny(missing_docs)]
 
 pub mod activity;
@@ -67,7 +91,9 @@ pub mod peer {
     pub use crate::ops::cross::access::{can_access_peer, enable_peer_access};
 }
 
-/// cudarc, re-exported so that users depend on one crate and name the same buffer types.
+/// cudarc, re-exported so that users depend on one crate and name the same buffer types. Its
+/// calls into a CUDA library panic where that library is missing: see the crate docs ("Without a
+/// driver") for what to call instead.
 pub use cudarc;
 
 pub use activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
