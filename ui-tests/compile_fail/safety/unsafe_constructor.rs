@@ -32,4 +32,7 @@ fn main() {
     let mut rule = unsafe { copy_n_rule(2) };
     rule.n = 1 << 20;
     rule.forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    // The one field holds another rule's arguments at another type (and is made by `unsafe`
+    // code only: `sealed_arguments.rs`).
+    let _moved = unchecked_rule { __args: rule.__args };
 }
