@@ -134,9 +134,15 @@ enum Access {
     /// Fields of a tuple struct, `self.0`.
     Tuple,
     /// Fields of a struct with named fields, `self.name`, built by a constructor function of the
-    /// same name (for `#[cfg]`'d parameters, generic parameters no argument names, or an
-    /// `unsafe` primal on references, whose constructor is `unsafe`).
+    /// same name (for `#[cfg]`'d parameters, or generic parameters no argument names).
     Named,
+    /// An `unsafe` primal on references: the fields of a struct of the rule's own (named fields,
+    /// `__a.name`), held in the runtime's `UnsafeArgs`, which the rule struct's one field holds
+    /// and only `unsafe` code makes or reaches; built by an `unsafe` constructor function of the
+    /// rule's name. The rule trait's methods are safe and call the primal, so the user's module,
+    /// which sees the rule struct's fields, must not build or change its arguments without
+    /// `unsafe` (see `item.rs`).
+    Sealed,
     /// The parameters of an associated function (`in_impl`), captured by a closure.
     Params,
 }
@@ -209,10 +215,9 @@ impl<'a> Generator<'a> {
         g.unnamed = g.unnamed_generics();
         g.access = if rule.args.in_impl {
             Access::Params
-        } else if g.slice_unsafe()
-            || !g.unnamed.is_empty()
-            || g.rest.iter().any(|&i| !rule.params[i].cfg.is_empty())
-        {
+        } else if g.slice_unsafe() {
+            Access::Sealed
+        } else if !g.unnamed.is_empty() || g.rest.iter().any(|&i| !rule.params[i].cfg.is_empty()) {
             Access::Named
         } else {
             Access::Tuple
@@ -280,8 +285,10 @@ impl<'a> Generator<'a> {
             } else {
                 quote!(__plan)
             };
-            quote!(#[inline] fn #method(&self) -> #ty { #expr })
+            let bind = self.bind_args(false);
+            quote!(#[inline] fn #method(&self) -> #ty { #bind #expr })
         });
+        let bind = self.bind_args(true);
         let krate = &self.krate;
         let allow = impl_allowances();
         let mut trait_ref = quote!(#p::#trait_name<#s, #args>);
@@ -297,6 +304,7 @@ impl<'a> Generator<'a> {
                     #plan
                     #[inline]
                     #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
+                        #bind
                         #p::PrimalOutcome::into_result(#call)
                     }
                 }
@@ -335,6 +343,10 @@ impl<'a> Generator<'a> {
             Access::Named => {
                 let n = &prm.name;
                 quote!(self.#n)
+            }
+            Access::Sealed => {
+                let n = &prm.name;
+                quote!(__a.#n)
             }
             Access::Tuple => {
                 let k = self.rest.iter().position(|&j| j == i).unwrap_or(0);

@@ -1,6 +1,8 @@
 //! The one error type of the runtime and of every generated rule.
 
 use crate::memory::{MemoryKind, Region};
+use cudarc::driver::DriverError;
+use std::fmt;
 
 /// A boxed error returned by a user's primal copy function.
 pub type PrimalError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -199,15 +201,22 @@ pub enum Error {
         to: usize,
     },
 
-    /// The user's primal copy function returned an error.
+    /// The user's primal copy function returned an error. A cudarc [`DriverError`] is held as a
+    /// [`PrimalDriverError`] (downcast to that), which formats without the driver.
     #[error("the primal copy failed: {0}")]
     Primal(#[source] PrimalError),
 }
 
 impl Error {
-    /// Wraps an error returned by the user's primal function.
+    /// Wraps an error returned by the user's primal function (what generated rules do with it).
+    /// A cudarc [`DriverError`], by value or boxed, becomes a [`PrimalDriverError`]: cudarc's
+    /// own `Display` and `Debug` ask the driver for its text and panic where the driver is
+    /// missing, and this error must format everywhere.
     pub fn primal(e: impl Into<PrimalError>) -> Self {
-        Error::Primal(e.into())
+        match e.into().downcast::<DriverError>() {
+            Ok(d) => Error::Primal(Box::new(PrimalDriverError(*d))),
+            Err(e) => Error::Primal(e),
+        }
     }
 
     /// [`Error::PartialOverlap`] of a destination range `d` and a source range `s`.
@@ -221,6 +230,52 @@ impl Error {
         }
     }
 }
+
+/// A CUDA driver error returned by a user's primal (cudarc's [`DriverError`]), as
+/// [`Error::Primal`] holds it. It names the code, e.g. `CUDA_ERROR_INVALID_VALUE`, and adds the
+/// driver's description only when the driver is loaded: cudarc's own `Display` and `Debug` ask
+/// the driver for it (`cuGetErrorString`) and panic where libcuda is missing. Its
+/// [`source`](std::error::Error::source) is `None` for the same reason: the cudarc error is
+/// [`PrimalDriverError::error`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PrimalDriverError(DriverError);
+
+impl PrimalDriverError {
+    /// The driver's result code.
+    pub fn code(&self) -> cudarc::driver::sys::CUresult {
+        self.0.0
+    }
+
+    /// cudarc's error (whose `Display` and `Debug` panic without the driver).
+    pub fn error(&self) -> DriverError {
+        self.0
+    }
+}
+
+impl fmt::Display for PrimalDriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CUDA driver error {:?}", self.code())?;
+        if !crate::cuda::driver_available() {
+            return f
+                .write_str(" (the CUDA driver is not loaded, so it cannot describe this code)");
+        }
+        match self.0.error_string() {
+            Ok(text) => write!(f, ": {}", text.to_string_lossy()),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for PrimalDriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The code alone: it needs no driver to be named.
+        f.debug_tuple("PrimalDriverError")
+            .field(&self.code())
+            .finish()
+    }
+}
+
+impl std::error::Error for PrimalDriverError {}
 
 /// `Ok` when `found == expected`, else [`Error::LengthMismatch`] naming `what`.
 pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) -> Result<()> {
@@ -237,3 +292,56 @@ pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) 
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::PrimalOutcome;
+    use cudarc::driver::DriverError;
+    use cudarc::driver::sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE;
+
+    /// A primal's `DriverError`, as it reaches `Error::Primal`: by value, boxed, and through the
+    /// generated code's conversion.
+    fn primal_driver_errors() -> [Error; 3] {
+        let boxed: PrimalError = Box::new(DriverError(CUDA_ERROR_INVALID_VALUE));
+        let returned: core::result::Result<(), DriverError> =
+            Err(DriverError(CUDA_ERROR_INVALID_VALUE));
+        [
+            Error::primal(DriverError(CUDA_ERROR_INVALID_VALUE)),
+            Error::primal(boxed),
+            returned.into_result().unwrap_err(),
+        ]
+    }
+
+    #[test]
+    fn a_primals_driver_error_formats_without_the_driver() {
+        // cudarc's `DriverError` asks the driver for its text when formatted (Display and
+        // Debug), which panics where libcuda is missing: this machine, when it has no driver.
+        for e in primal_driver_errors() {
+            let shown = format!("{e}");
+            assert!(shown.contains("CUDA_ERROR_INVALID_VALUE"), "{shown}");
+            let debug = format!("{e:?}");
+            assert!(debug.contains("CUDA_ERROR_INVALID_VALUE"), "{debug}");
+            // The chain: the primal's error is the source, names the code, and gives back
+            // cudarc's error.
+            let source = std::error::Error::source(&e).expect("a source");
+            assert!(source.to_string().contains("CUDA_ERROR_INVALID_VALUE"));
+            let held = source
+                .downcast_ref::<PrimalDriverError>()
+                .expect("held as such");
+            assert_eq!(held.code(), CUDA_ERROR_INVALID_VALUE);
+            assert_eq!(held.error(), DriverError(CUDA_ERROR_INVALID_VALUE));
+            assert!(std::error::Error::source(held).is_none());
+        }
+    }
+
+    #[test]
+    fn other_primal_errors_are_held_as_they_are() {
+        let e = Error::primal(std::io::Error::other("disk full"));
+        let Error::Primal(held) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(held.downcast_ref::<std::io::Error>().is_some());
+        assert_eq!(e.to_string(), "the primal copy failed: disk full");
+    }
+}

@@ -45,6 +45,30 @@
 //! [`nccl`], the one [`Error`], the rule traits. Rule bodies and kernel launches are private;
 //! generated code reaches what it needs through a hidden module. The `testing` feature adds
 //! `testing`: adjoint and finite-difference checks.
+//!
+//! ## Without a driver
+//!
+//! Nothing in this crate panics when the CUDA driver or NCCL is missing: [`cuda`] and [`nccl`]
+//! look for the library first and answer [`Error::NoDriver`], [`Error::NoDevice`] or
+//! [`Error::NoNccl`], and an [`Error`] formats without the driver (a primal's cudarc
+//! `DriverError` is held as an [`error::PrimalDriverError`]). The re-exported [`cudarc`] does not
+//! look first: a call of it that reaches a CUDA library loads the library on first use and
+//! panics where it is missing. Call these instead:
+//!
+//! | cudarc (panics without the library) | instead |
+//! | --- | --- |
+//! | `driver::CudaContext::new(ordinal)` | [`cuda::context`] (`Err(NoDriver)`, `Err(NoDevice)`) |
+//! | `driver::CudaContext::device_count()` | [`cuda::device_count`] |
+//! | a new stream of a new context | [`cuda::stream`] |
+//! | formatting a `driver::DriverError` (`{e}`, `{e:?}`, `unwrap()`) | [`Error::primal`]`(e)` (what a rule does with a primal's error), or the code `e.0` |
+//! | `nccl::Id::new()` | [`nccl::unique_id`] |
+//! | `nccl::Comm::from_rank(..)`, `Comm::from_devices(..)` | [`nccl::comm_from_rank`], [`nccl::single_rank`] |
+//! | `nccl::result::get_nccl_version()` | [`nccl::version`] |
+//!
+//! Anything else that reaches a library (the driver, NVRTC, NCCL) before this crate has made a
+//! context or a communicator: ask [`cuda::driver_available`] or [`nccl::nccl_available`] first.
+//! A context or communicator made by the functions above shows that its library is loaded, so
+//! cudarc's methods on it do not panic for want of it.
 #![deny(missing_docs)]
 
 pub mod activity;
@@ -68,7 +92,9 @@ pub mod peer {
     pub use crate::device::peer::{can_access_peer, enable_peer_access};
 }
 
-/// cudarc, re-exported so that users depend on one crate and name the same buffer types.
+/// cudarc, re-exported so that users depend on one crate and name the same buffer types. Its
+/// calls into a CUDA library panic where that library is missing: see the crate docs ("Without a
+/// driver") for what to call instead.
 pub use cudarc;
 
 pub use activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
@@ -93,7 +119,8 @@ pub use rules_macro::derivative_rule;
 /// `#[derivative_rule]` generates, next to a primitive `name`, one item: `name_rule`, a tuple
 /// struct of `name`'s arguments other than its buffers (in order), which implements the trait of
 /// its kind (in an `impl` block, with `in_impl`, `Self::name_rule(...)` returns an object that
-/// does). The methods take the buffers as activities, the destination first:
+/// does). For an `unsafe fn` on references, `name_rule(...)` is an `unsafe` function with the
+/// primitive's contract, and the struct's arguments cannot be reached without `unsafe`. The methods take the buffers as activities, the destination first:
 /// `forward(dst, src)`, `augmented_primal(dst, src)` (returns the tape), `reverse(tape, dst, src)`.
 ///
 /// | kind | trait (references) | trait (raw pointers: `unsafe` methods) |
@@ -129,7 +156,7 @@ pub mod __private {
     pub use crate::rules::{
         Boxes, Captures, CollectiveRule, CopyRule, CopyTape, FillRule, InImpl, MemsetRule,
         PrimalOutcome, PtrCopy, RawCopyRule, RawFillRule, RawMemsetRule, RawRegion, RawRegionRule,
-        RecvRule, RegionRule, RegionTape, SendRule,
+        RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
     };
     pub use ::core;
 

@@ -14,6 +14,7 @@
 //!         #[dst] dst: &mut CudaSlice<T>,
 //!         #[src] src: &[T],
 //!     ) -> Result<(), DriverError> {
+//!         same_len(dst.len(), src.len())?; // CUDA_ERROR_INVALID_VALUE, not cudarc's panic
 //!         stream.memcpy_htod(src, dst)
 //!     }
 //!

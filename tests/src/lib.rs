@@ -23,23 +23,37 @@ use rules_runtime::{Differentiable, derivative_rule};
 use std::sync::Arc;
 
 /// Host → device: `dst ← src`, enqueued on `stream` (the stream the shadow work also runs on).
+/// Buffers of different lengths are `CUDA_ERROR_INVALID_VALUE`, before any driver call (cudarc
+/// would panic on a shorter `dst`).
 #[derivative_rule(copy)]
 pub fn upload<T: Differentiable + DeviceRepr>(
     stream: &Arc<CudaStream>,
     #[dst] dst: &mut CudaSlice<T>,
     #[src] src: &[T],
 ) -> Result<(), DriverError> {
+    same_len(dst.len(), src.len())?;
     stream.memcpy_htod(src, dst)
 }
 
-/// Device → host: `dst ← src`, enqueued on `stream`.
+/// Device → host: `dst ← src`, enqueued on `stream`; lengths as in [`upload`].
 #[derivative_rule(copy)]
 pub fn download<T: Differentiable + DeviceRepr>(
     stream: &Arc<CudaStream>,
     #[dst] dst: &mut [T],
     #[src] src: &CudaSlice<T>,
 ) -> Result<(), DriverError> {
+    same_len(dst.len(), src.len())?;
     stream.memcpy_dtoh(src, dst)
+}
+
+/// `CUDA_ERROR_INVALID_VALUE` unless a copy's two buffers have the same length: a primitive
+/// checks its own arguments, so that it is safe (and does not panic) when called directly.
+fn same_len(dst: usize, src: usize) -> Result<(), DriverError> {
+    if dst == src {
+        Ok(())
+    } else {
+        Err(arrays::invalid_value())
+    }
 }
 
 /// The plain slice copy `dst ← src`, for any differentiable element type.

@@ -568,6 +568,34 @@ fn a_failing_primal_surfaces_as_error_primal() {
     assert_eq!((y, dy), (x, dx));
 }
 
+/// A copy primitive that fails with cudarc's own error, as a driver call does.
+#[derivative_rule(copy)]
+fn driver_failing_copy(
+    #[dst] _dst: &mut [f32],
+    #[src] _src: &[f32],
+) -> Result<(), rules_runtime::cudarc::driver::DriverError> {
+    use rules_runtime::cudarc::driver::{DriverError, sys::cudaError_enum};
+    Err(DriverError(cudaError_enum::CUDA_ERROR_ILLEGAL_ADDRESS))
+}
+
+#[test]
+fn a_primals_driver_error_formats_everywhere() {
+    // cudarc formats a `DriverError` by asking the driver for its text, which panics without
+    // libcuda; the rule's `Error::Primal` names the code without it.
+    let x = [1.0f32, 2.0];
+    let mut y = [0.0f32; 2];
+    let e = driver_failing_copy_rule()
+        .forward(Const(&mut y[..]), Const(&x[..]))
+        .unwrap_err();
+    assert!(matches!(e, Error::Primal(_)), "{e:?}");
+    for shown in [format!("{e}"), format!("{e:?}")] {
+        assert!(shown.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{shown}");
+    }
+    let source = std::error::Error::source(&e).unwrap();
+    let held = source.downcast_ref::<rules_runtime::error::PrimalDriverError>();
+    assert!(held.is_some(), "{source}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Offsets that do not fit in the address space.
 

@@ -722,6 +722,106 @@ fn copy2d_rows_into_an_array() {
     assert_eq!(arr.to_host(&s).unwrap(), before, "nothing written");
 }
 
+// ---- The primitives called directly ----------------------------------------------------------
+
+/// The primitives are safe functions, sound when called directly, not only through their rules:
+/// each checks its own boxes and answers `CUDA_ERROR_INVALID_VALUE` before any driver call. On
+/// the H200, `download_array` of a 128 × 128 array into 16 floats corrupted the heap before they
+/// did; here the 16 floats are a window of a larger sentinel-filled buffer, which must read back
+/// untouched, and the array too where it is the destination.
+#[test]
+#[ignore = "needs a GPU"]
+fn primitives_called_directly_refuse_boxes_that_do_not_fit() {
+    use rules_runtime::cudarc::driver::DriverError;
+    use rules_runtime::cudarc::driver::sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE;
+    use rules_tests::arrays::{
+        array_to_array, download_array, fill_array_rows, from_array, rows_to_array, to_array,
+        upload_array, zero_array_rows,
+    };
+    let s = gpu();
+    let refused = |r: Result<(), DriverError>, what: &str| {
+        assert_eq!(r, Err(DriverError(CUDA_ERROR_INVALID_VALUE)), "{what}");
+    };
+    let ext = (128, 128, 1);
+    let n = ext.0 * ext.1;
+    let old = vals(n, 51);
+    let mut arr = array_from(&s, ext, &old);
+    let sentinel = -7.25f32;
+    let mut host = vec![sentinel; 64];
+    refused(
+        download_array(&s, &mut host[16..32], &arr),
+        "a 128 × 128 array into 16 floats",
+    );
+    refused(
+        upload_array(&s, &mut arr, &host[16..32]),
+        "16 floats into a 128 × 128 array",
+    );
+    // A linear box past the end of its 16 elements, each way.
+    refused(
+        from_array(&s, &mut host[16..32], 64, 4, &arr, 0, 0, 0, 16, 4, 1),
+        "4 rows of 16 into 16 floats",
+    );
+    refused(
+        to_array(&s, &mut arr, 0, 0, 0, &host[16..32], 64, 4, 16, 4, 1),
+        "4 rows of 16 from 16 floats",
+    );
+    // A row longer than its pitch, and slices taller than their rows.
+    refused(
+        from_array(&s, &mut host[..], 8, 4, &arr, 0, 0, 0, 4, 2, 1),
+        "a row longer than the pitch",
+    );
+    refused(
+        from_array(&s, &mut host[..], 16, 1, &arr, 0, 0, 0, 4, 2, 2),
+        "slices of 1 row for boxes of 2",
+    );
+    // Array boxes past the array's edge (and an origin whose sum overflows).
+    refused(
+        from_array(&s, &mut host[..], 16, 1, &arr, 125, 0, 0, 4, 1, 1),
+        "x past the edge",
+    );
+    refused(
+        to_array(&s, &mut arr, usize::MAX, 0, 0, &host[..], 16, 1, 4, 1, 1),
+        "an origin that overflows",
+    );
+    refused(
+        zero_array_rows(&s, &mut arr, 0, 127, 4, 2),
+        "rows past the bottom",
+    );
+    refused(
+        fill_array_rows(&s, &mut arr, 1.0, 0, 0, 129, 1),
+        "a row wider than the array",
+    );
+    let mut other = array_from(&s, (8, 8, 1), &vals(64, 52));
+    refused(
+        array_to_array(&s, &mut other, 0, 0, 0, &arr, 0, 0, 0, 16, 1, 1),
+        "a box wider than its destination array",
+    );
+    let xd = s.clone_htod(&vec![1.0f32; 16]).unwrap();
+    refused(
+        rows_to_array(&s, &mut arr, 0, 0, &xd, 64, 16, 4),
+        "4 device rows of 16 from 16 elements",
+    );
+    s.synchronize().unwrap();
+    assert!(host.iter().all(|&v| v == sentinel), "host memory untouched");
+    let back = arr.to_host(&s).unwrap();
+    assert_eq!(back, old, "the array untouched");
+    // And boxes that fit still copy.
+    download_array(&s, &mut vec![0.0f32; n], &arr).unwrap();
+    from_array(&s, &mut host[16..32], 16, 4, &arr, 0, 0, 0, 4, 4, 1).unwrap();
+    for r in 0..4 {
+        let row = &host[16 + 4 * r..20 + 4 * r];
+        assert_eq!(row, &old[ext.0 * r..ext.0 * r + 4], "row {r} of the box");
+    }
+    assert!(
+        host[..16].iter().all(|&v| v == sentinel),
+        "before the window"
+    );
+    assert!(
+        host[32..].iter().all(|&v| v == sentinel),
+        "after the window"
+    );
+}
+
 // ---- The linear side in every memory kind ---------------------------------------------------
 
 /// Linear memory of one kind for the box round trips: made from host values, read back once the

@@ -10,7 +10,8 @@ use rules_runtime::memory::array::CudaArray;
 use rules_runtime::memory::raw::RawShadow;
 use std::sync::Arc;
 
-/// `cuMemcpy2DAsync` from device rows into an array at `(x, y)`.
+/// `cuMemcpy2DAsync` from device rows into an array at `(x, y)`. A safe function that calls the
+/// driver checks its own boxes (it may be called directly, not only through its rule).
 #[derivative_rule(copy2d)]
 fn rows_to_array(
     stream: &Arc<CudaStream>,
@@ -22,6 +23,16 @@ fn rows_to_array(
     #[width] width: usize,
     #[height] height: usize,
 ) -> Result<(), DriverError> {
+    let (w, h, _) = dst.extent();
+    let row = width * size_of::<f32>();
+    // The array's box, and the rows' last byte within `src` (the driver copies what it is told).
+    let in_array = x.checked_add(width).is_some_and(|e| e <= w)
+        && y.checked_add(height).is_some_and(|e| e <= h);
+    let end = (height.max(1) - 1).checked_mul(pitch).and_then(|b| b.checked_add(row));
+    let in_src = end.is_some_and(|e| e <= src.len() * size_of::<f32>());
+    if !(width == 0 || height == 0 || in_array && in_src && (height == 1 || row <= pitch)) {
+        return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE));
+    }
     let (ptr, _sync) = src.device_ptr(stream);
     let c = sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
@@ -41,7 +52,7 @@ fn rows_to_array(
         WidthInBytes: width * size_of::<f32>(),
         Height: height,
     };
-    // SAFETY: the runtime checked both boxes before calling the primitive.
+    // SAFETY: both boxes were checked above.
     unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) }.result()
 }
 

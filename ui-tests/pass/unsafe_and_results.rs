@@ -1,6 +1,6 @@
 //! `unsafe fn` primals and fallible primals with their own error types.
 
-use rules_runtime::{CopyRule};
+use rules_runtime::{CopyRule, RegionRule};
 use rules_runtime::{Const, Duplicated, Error, derivative_rule};
 use std::fmt;
 
@@ -26,6 +26,43 @@ impl std::error::Error for LengthError {}
 #[derivative_rule(copy)]
 unsafe fn unchecked(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
+}
+
+/// An unsafe slice primal with other arguments: a length it trusts, a counter it reborrows, a
+/// parameter of test builds only, and a type parameter. Its rule object holds them sealed.
+///
+/// # Safety
+/// `dst` and `src` hold at least `n` elements.
+#[derivative_rule(copy)]
+unsafe fn copy_n<T: Copy>(
+    #[dst] dst: &mut [f32],
+    #[src] src: &[f32],
+    n: usize,
+    calls: &mut usize,
+    #[cfg(test)] _tag: u8,
+    _like: &T,
+) {
+    *calls += 1;
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), n) }
+}
+
+/// An unsafe region primal: its plan reads the sealed arguments.
+///
+/// # Safety
+/// Both buffers hold `height` rows of `width` elements, `pitch` bytes apart.
+#[derivative_rule(copy2d)]
+unsafe fn rows_unchecked(
+    #[dst] dst: &mut [f32],
+    #[src] src: &[f32],
+    #[width] width: usize,
+    #[height] height: usize,
+    #[dst_pitch] pitch: usize,
+    #[src_pitch] spitch: usize,
+) {
+    for r in 0..height {
+        let (d, s) = (r * pitch / 4, r * spitch / 4);
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr().add(s), dst.as_mut_ptr().add(d), width) }
+    }
 }
 
 #[derivative_rule(copy)]
@@ -72,6 +109,24 @@ fn main() {
     let mut y = [0.0f32; 2];
     unsafe { unchecked_rule().forward(Const(&mut y[..]), Const(&x[..])) }.unwrap();
     custom_error_rule().forward(Const(&mut y[..]), Const(&x[..])).unwrap();
+    let mut calls = 0;
+    let mut dx = [0.0f32; 2];
+    {
+        // SAFETY: every buffer below holds 2 elements.
+        let mut rule = unsafe { copy_n_rule(2, &mut calls, &0u8) };
+        let tape = rule
+            .augmented_primal(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]))
+            .unwrap();
+        rule.reverse(tape, Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]))
+            .unwrap();
+    }
+    assert_eq!(calls, 1);
+    let mut box2 = [0.0f32; 4];
+    // SAFETY: both buffers hold 2 rows of 2 elements, 8 bytes apart.
+    unsafe { rows_unchecked_rule(2, 2, 8, 8) }
+        .forward(Const(&mut box2[..]), Const(&[1.0f32; 4][..]))
+        .unwrap();
+    assert_eq!(box2, [1.0; 4]);
     let x = [1.0f64; 3];
     let mut dx = [0.0f64; 3];
     let mut y = [0.0f64; 3];

@@ -1,6 +1,7 @@
 //! The rule item: the struct of the rule's other arguments (a tuple struct, or one with named
-//! fields and a constructor of the same name), its generics, and the span at which rustc reports
-//! the rule trait's own bounds.
+//! fields and a constructor of the same name, or, for an `unsafe` primal on references, one whose
+//! arguments are sealed behind its `unsafe` constructor), its generics, and the span at which
+//! rustc reports the rule trait's own bounds.
 
 use super::tokens::first_span;
 use super::{Access, Generator, bodies, struct_allowances};
@@ -49,8 +50,37 @@ impl Generator<'_> {
             __marker: #p::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#unnamed,)*)>
         );
         let inits = names.iter().map(|(n, cfg)| quote!(#(#cfg)* #n));
-        let unsafety = self.slice_unsafe().then(|| quote!(unsafe));
         let ctor_doc = Docs::new(self.primal_path_text(), self.plan).constructor(name);
+        if self.access == Access::Sealed {
+            let args = args_struct_name(name);
+            let args_ty = match self.struct_generics().1 {
+                a if a.is_empty() => quote!(#args),
+                a => quote!(#args <#(#a),*>),
+            };
+            // The arguments live in a struct of this rule's own, private and hidden, held in
+            // `UnsafeArgs`: the user's module sees the rule struct's one field, but can neither
+            // make its value nor reach the arguments without `unsafe` (see `Access::Sealed`).
+            let item = quote! {
+                #[doc = #doc]
+                #allow
+                #vis struct #name #decl { __args: #p::UnsafeArgs<#args_ty> }
+                #[doc(hidden)]
+                #allow
+                struct #args #decl { #(#fields,)* #marker }
+                #[doc = #ctor_doc]
+                #allow
+                #[inline]
+                #vis unsafe fn #name #decl (#(#fields),*) -> #self_ty {
+                    #name {
+                        // SAFETY: this function's own contract is `UnsafeArgs::new`'s.
+                        __args: unsafe {
+                            #p::UnsafeArgs::new(#args { #(#inits,)* __marker: #p::core::marker::PhantomData })
+                        },
+                    }
+                }
+            };
+            return (item, self_ty);
+        }
         let item = quote! {
             #[doc = #doc]
             #allow
@@ -58,11 +88,28 @@ impl Generator<'_> {
             #[doc = #ctor_doc]
             #allow
             #[inline]
-            #vis #unsafety fn #name #decl (#(#fields),*) -> #self_ty {
+            #vis fn #name #decl (#(#fields),*) -> #self_ty {
                 #name { #(#inits,)* __marker: #p::core::marker::PhantomData }
             }
         };
         (item, self_ty)
+    }
+
+    /// What a method of the rule's impl starts with to reach the arguments of a sealed rule
+    /// ([`Access::Sealed`]): `__a`, a reference to them (`mutable`: for the primal's call, which
+    /// reborrows `&mut` arguments); nothing for the other accesses.
+    pub(super) fn bind_args(&self, mutable: bool) -> TokenStream {
+        if self.access != Access::Sealed {
+            return TokenStream::new();
+        }
+        let p = &self.p;
+        // SAFETY (of the generated blocks): the arguments are only read, or their references
+        // reborrowed for the primal's call; none is replaced.
+        if mutable {
+            quote!(let __a = unsafe { #p::UnsafeArgs::get_mut(&mut self.__args) };)
+        } else {
+            quote!(let __a = unsafe { #p::UnsafeArgs::get(&self.__args) };)
+        }
     }
 
     /// Where rustc reports a failure of the rule trait's own bounds: at the buffer type they
@@ -192,6 +239,11 @@ impl Generator<'_> {
             .map(|l| l.lifetime.clone());
         self.fresh.iter().cloned().chain(user).collect()
     }
+}
+
+/// The name of the struct holding a sealed rule's arguments ([`Access::Sealed`]): `__<rule>_args`.
+fn args_struct_name(rule: &Ident) -> Ident {
+    Ident::new(&format!("__{rule}_args"), rule.span())
 }
 
 /// Every identifier and lifetime (`'a`) in `tokens`.

@@ -167,3 +167,50 @@ fn cfg_parameters_and_unnamed_generics_get_named_fields_and_a_constructor() {
     assert_eq!(errors(&out), 0, "{out}");
     assert!(out.contains("PhantomData < fn () -> (E ,) >"), "{out}");
 }
+
+#[test]
+fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() {
+    // The struct's one field holds every argument in `UnsafeArgs` (made and reached only by
+    // `unsafe` code), so that the user's module, which sees the field, can neither build the
+    // rule object with a struct literal nor change an argument without `unsafe`.
+    let out = expand(
+        "copy2d",
+        "pub unsafe fn f<T: Copy>(s: &CudaStream, #[dst] d: &mut CudaSlice<f32>, #[dst_pitch] dp: usize, \
+         #[src] x: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize, \
+         #[cfg(test)] tag: u8, scratch: &mut Vec<T>) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "pub struct f_rule < '__l0 , '__l1 , T : Copy > { __args : :: rules_runtime :: __private :: UnsafeArgs < __f_rule_args < '__l0 , '__l1 , T > > }",
+        "struct __f_rule_args < '__l0 , '__l1 , T : Copy > { s : & '__l0 CudaStream ,",
+        "# [cfg (test)] tag : u8 ,",
+        "pub unsafe fn f_rule < '__l0 , '__l1 , T : Copy > (",
+        "__args : unsafe { :: rules_runtime :: __private :: UnsafeArgs :: new (__f_rule_args {",
+        // The plan reads the arguments; the primal's call reborrows the `&mut` one.
+        "fn __plan (& self) -> (__p :: On < '__l0 > , __p :: Boxes , bool) { let __a = unsafe { __p :: UnsafeArgs :: get (& self . __args) } ;",
+        "let __a = unsafe { __p :: UnsafeArgs :: get_mut (& mut self . __args) } ;",
+        "& mut * __a . scratch",
+        "__p :: On :: stream (__a . s)",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+    assert!(
+        !out.contains("pub s :") && !out.contains("self . s"),
+        "{out}"
+    );
+    // A rule without other arguments is sealed too: a literal would otherwise need no field.
+    let out = expand(
+        "copy",
+        "unsafe fn g(#[dst] d: &mut [f32], #[src] x: &[f32]) {}",
+    );
+    assert!(
+        out.contains("struct g_rule { __args : :: rules_runtime :: __private :: UnsafeArgs < __g_rule_args > }"),
+        "{out}"
+    );
+    // A safe primal's rule keeps its public tuple fields.
+    let out = expand(
+        "copy",
+        "pub fn h(#[dst] d: &mut [f32], #[src] x: &[f32], n: usize) {}",
+    );
+    assert!(out.contains("pub struct h_rule (pub usize) ;"), "{out}");
+}

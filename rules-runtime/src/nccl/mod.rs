@@ -22,6 +22,9 @@ use cudarc::nccl::result::NcclError;
 use cudarc::nccl::{NcclType, ReduceOp};
 use std::sync::{Arc, OnceLock};
 
+/// cudarc's communicator and unique id. Their constructors (`Id::new`, `Comm::from_rank`,
+/// `Comm::from_devices`) panic where NCCL is missing: make them with [`unique_id`],
+/// [`comm_from_rank`] and [`single_rank`], which answer [`Error::NoNccl`].
 pub use cudarc::nccl::{Comm, Id};
 
 /// Whether the NCCL library can be loaded (checked once, without panicking).

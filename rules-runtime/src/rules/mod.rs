@@ -20,6 +20,7 @@ mod region;
 mod traits;
 
 pub use crate::memory::raw::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
+pub use crate::memory::raw::unsafe_args::UnsafeArgs;
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
 };

@@ -6,6 +6,7 @@
 
 pub(crate) mod lanes;
 pub(crate) mod rules;
+pub(crate) mod unsafe_args;
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::element::Differentiable;
