@@ -11,7 +11,7 @@ pub type PrimalError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// Every variant is raised *before* any byte is written, except [`Error::Primal`] and
 /// [`Error::Driver`], which report a failure of the work itself.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No CUDA driver could be loaded on this machine.
@@ -202,8 +202,12 @@ pub enum Error {
     },
 
     /// The user's primal copy function returned an error. A cudarc [`DriverError`] is held as a
-    /// [`PrimalDriverError`] (downcast to that), which formats without the driver.
-    #[error("the primal copy failed: {0}")]
+    /// [`PrimalDriverError`] (downcast to that), which formats without the driver. Build this
+    /// variant with [`Error::primal`], which does that conversion (generated rules do); a cudarc
+    /// `DriverError` put here directly is still shown (`Display` and `Debug`) as
+    /// [`PrimalDriverError`] shows it. Its [`source`](std::error::Error::source) is the error
+    /// itself, whose own formatting is the caller's.
+    #[error("the primal copy failed: {}", primal_text(.0))]
     Primal(#[source] PrimalError),
 }
 
@@ -276,6 +280,97 @@ impl fmt::Debug for PrimalDriverError {
 }
 
 impl std::error::Error for PrimalDriverError {}
+
+/// Formats like a derived `Debug`, except that a primal's cudarc `DriverError` is shown as
+/// [`PrimalDriverError`] shows it (cudarc's own `Debug` needs the driver).
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        macro_rules! fields {
+            ($name:literal $(, $field:ident)*) => {
+                f.debug_struct($name)$(.field(stringify!($field), $field))*.finish()
+            };
+        }
+        match self {
+            Error::NoDriver => f.write_str("NoDriver"),
+            Error::NoDevice { ordinal, count } => fields!("NoDevice", ordinal, count),
+            Error::LengthMismatch {
+                what,
+                expected,
+                found,
+            } => {
+                fields!("LengthMismatch", what, expected, found)
+            }
+            Error::RangeOverflow { what, offset, len } => {
+                fields!("RangeOverflow", what, offset, len)
+            }
+            Error::PartialOverlap {
+                what,
+                dst_start,
+                dst_end,
+                src_start,
+                src_end,
+            } => {
+                fields!(
+                    "PartialOverlap",
+                    what,
+                    dst_start,
+                    dst_end,
+                    src_start,
+                    src_end
+                )
+            }
+            Error::Aliasing {
+                what,
+                other,
+                start,
+                end,
+            } => {
+                fields!("Aliasing", what, other, start, end)
+            }
+            Error::TapeMismatch(why) => f.debug_tuple("TapeMismatch").field(why).finish(),
+            Error::ContextMismatch {
+                what,
+                expected,
+                found,
+            } => {
+                fields!("ContextMismatch", what, expected, found)
+            }
+            Error::BadRegion { what, why } => fields!("BadRegion", what, why),
+            Error::UnsupportedKinds { op, dst, src, why } => {
+                fields!("UnsupportedKinds", op, dst, src, why)
+            }
+            Error::NoStream(what) => f.debug_tuple("NoStream").field(what).finish(),
+            Error::Capturing { op } => fields!("Capturing", op),
+            Error::Driver { op, message } => fields!("Driver", op, message),
+            Error::NoNccl => f.write_str("NoNccl"),
+            Error::Nccl { op, code, message } => fields!("Nccl", op, code, message),
+            Error::InvalidRank {
+                what,
+                rank,
+                world_size,
+            } => {
+                fields!("InvalidRank", what, rank, world_size)
+            }
+            Error::NoPeerAccess { from, to } => fields!("NoPeerAccess", from, to),
+            Error::Primal(e) => match e.downcast_ref::<DriverError>() {
+                Some(d) => f
+                    .debug_tuple("Primal")
+                    .field(&PrimalDriverError(*d))
+                    .finish(),
+                None => f.debug_tuple("Primal").field(e).finish(),
+            },
+        }
+    }
+}
+
+/// The text of a primal's error: a cudarc `DriverError` put into [`Error::Primal`] directly is
+/// shown as [`PrimalDriverError`] shows it (cudarc's own `Display` needs the driver).
+fn primal_text(e: &PrimalError) -> String {
+    match e.downcast_ref::<DriverError>() {
+        Some(d) => PrimalDriverError(*d).to_string(),
+        None => e.to_string(),
+    }
+}
 
 /// `Ok` when `found == expected`, else [`Error::LengthMismatch`] naming `what`.
 pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) -> Result<()> {
