@@ -35,7 +35,7 @@ cargo "+$toolchain" miri setup
 
 # What each Miri process runs: the adjoint sweeps are most of the work, so they get one of their
 # own; everything else is the other.
-tests_flags=(-p rules-tests --test activities --test errors --test seed_round_trip --test soundness --test regions)
+tests_flags=(-p rules-tests --test activities --test errors --test seed_round_trip --test soundness --test regions --test promises)
 groups=(runtime-lib adjoint tests-other runtime-doc)
 group_args() {
     case $1 in
@@ -50,7 +50,7 @@ group_args() {
 # they run).
 MIRIFLAGS="$base_flags" cargo "+$toolchain" miri test --no-run \
     -p rules-runtime --lib -p rules-tests --test activities --test adjoint --test errors \
-    --test seed_round_trip --test soundness --test regions
+    --test seed_round_trip --test soundness --test regions --test promises
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

@@ -37,13 +37,28 @@ pub fn require_driver() -> Result<()> {
 }
 
 /// The context of device `ordinal`: [`Error::NoDriver`] without a driver, [`Error::NoDevice`]
-/// when there is no such device.
+/// when there is no such device. The runtime's kernels are loaded into it here ([`prepare`]).
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     let count = device_count()?;
     if ordinal >= count {
         return Err(Error::NoDevice { ordinal, count });
     }
-    CudaContext::new(ordinal).map_err(driver("cuCtxCreate"))
+    let ctx = CudaContext::new(ordinal).map_err(driver("cuCtxCreate"))?;
+    prepare(&ctx)?;
+    Ok(ctx)
+}
+
+/// Loads the runtime's kernels into `ctx` now, instead of at the first shadow operation on it.
+///
+/// Loading a module into a context waits for the work in flight on that context (the driver's
+/// doing: measured on the H200, a first reverse called while its stream was held busy returned
+/// only once the stream was released, and every later one at once). [`context`] and [`stream`]
+/// do this for the contexts they make; a program that makes its contexts with cudarc directly
+/// calls this once per context before it enqueues work it may have to wait on, so that no call
+/// of a rule waits for earlier work. Calling it again costs a lock and a lookup.
+pub fn prepare(ctx: &Arc<CudaContext>) -> Result<()> {
+    require_driver()?;
+    crate::device::pool::kernels(ctx).map(drop)
 }
 
 /// How many CUDA devices this process sees: [`Error::NoDriver`] without a driver; 0 when the

@@ -345,6 +345,57 @@ unsafe impl<B: ShadowRead + ?Sized> ShadowMemory for ReadOnly<'_, B> {
 mod tests {
     use super::*;
 
+    /// A buffer that breaks its contract: its length changes once its region has been asked for
+    /// (as the planning does). What is written is checked against what was planned.
+    struct Shifty {
+        data: Vec<f32>,
+        asked: core::cell::Cell<bool>,
+    }
+
+    // SAFETY: not sound (the length changes), on purpose: the runtime must refuse, not write past.
+    unsafe impl ShadowRead for Shifty {
+        type Elem = f32;
+        fn kind(&self) -> MemoryKind {
+            MemoryKind::Host
+        }
+        fn len(&self) -> usize {
+            if self.asked.get() { 4 } else { 3 }
+        }
+        fn region(&self) -> Region {
+            self.asked.set(true);
+            Region::of::<f32>(self.data.as_ptr() as u64, 3)
+        }
+        fn host(&self) -> Result<Option<&[f32]>> {
+            Ok(Some(&self.data[..]))
+        }
+        fn device<'a>(&'a self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+            None
+        }
+    }
+
+    // SAFETY: as above.
+    unsafe impl ShadowMemory for Shifty {
+        fn host_mut(&mut self) -> Result<Option<&mut [f32]>> {
+            Ok(Some(&mut self.data[..]))
+        }
+        fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<DeviceAddr<'a>> {
+            None
+        }
+    }
+
+    /// Issue 21 item 1, the run-time half: a plan made on one length is not run on another.
+    #[test]
+    fn a_plan_is_checked_against_the_buffer_it_writes_through() {
+        let mut acc = Shifty {
+            data: vec![1.0; 4],
+            asked: core::cell::Cell::new(false),
+        };
+        let src = [1.0f32; 3];
+        let e = crate::accumulate(crate::On::Host, &mut acc, &src[..]).unwrap_err();
+        assert!(matches!(e, crate::Error::LengthMismatch { .. }), "{e}");
+        assert_eq!(acc.data, [1.0; 4], "nothing written");
+    }
+
     #[test]
     fn region_relations() {
         let a = Region::of::<f32>(1000, 4); // 1000..1016
