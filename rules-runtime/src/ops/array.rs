@@ -213,7 +213,7 @@ where
             record(s)
         }
         (acc, src, pa, pb) => {
-            staged_pair::<A, B>(on, s, op, (acc, ra, pa), (src, rb, pb))?;
+            staged_pair::<A, B>(s, op, (acc, ra, pa), (src, rb, pb))?;
             record(s)
         }
     }
@@ -224,7 +224,6 @@ where
 /// array box, or its linear box), last.
 #[allow(clippy::type_complexity)]
 fn staged_pair<A, B>(
-    on: On<'_>,
     s: &CudaStream,
     op: Op,
     (acc, ra, pa): (Either<&mut A, &A>, Pitched, Option<Place<'_>>),
@@ -238,7 +237,6 @@ where
     let mut la = pa.map(|p| stage_in::<A::Elem>(s, p)).transpose()?;
     let lb = pb.map(|p| stage_in::<A::Elem>(s, p)).transpose()?;
     let on_s = On::Stream(s);
-    let _ = on;
     // A linear source taken into an array: zeroed only after the sum is back in the array (the
     // copy back can still fail; the source must then still hold its cotangent).
     let mut zero_linear_source = None;

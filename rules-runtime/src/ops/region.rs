@@ -147,13 +147,14 @@ where
     if same && op == Op::AccumulateAndZero {
         return Ok(());
     }
+    let buffers_overlap = ga.relation(gb) != Overlap::Disjoint;
     let (acc_kind, src_kind) = (acc.kind(), b.kind());
     let no_address = || no_address(op, acc_kind, src_kind);
     match route(on, op, &*acc, Some(b))? {
         Route::Nothing => Ok(()),
         Route::Host { after } => {
             sync(after.as_deref())?;
-            host_pair(acc, &ra, src, &rb, same)
+            host_pair(acc, &ra, src, &rb, (same, buffers_overlap))
         }
         // The pinned route is planned for whole buffers only; a box keeps the device route.
         Route::Device { stream } | Route::TakePinned { stream } => match src {
