@@ -154,6 +154,31 @@ mod sealed {
     impl<P, S, const N: usize> Sealed for super::DuplicatedOnly<P, S, N> {}
     impl<T> Sealed for super::Active<T> {}
     impl<T, const N: usize> Sealed for super::Dual<T, N> {}
+
+    // The same for each buffer type an activity is implemented at: a crate's own buffer type as
+    // the parameter cannot make another crate's `Duplicated` a `DstArg` of it.
+    use super::{Active, Const, Dual, Duplicated, DuplicatedOnly};
+    /// Sealing of [`super::DstArg`] and [`super::SrcArg`] at `X`.
+    pub trait OfRefs<X: ?Sized> {}
+    impl<X: ?Sized> OfRefs<X> for Const<&mut X> {}
+    impl<X: ?Sized> OfRefs<X> for Const<&X> {}
+    impl<X: ?Sized, const N: usize> OfRefs<X> for Duplicated<&mut X, &mut X, N> {}
+    impl<X: ?Sized, const N: usize> OfRefs<X> for Duplicated<&X, &mut X, N> {}
+    impl<X: ?Sized, const N: usize> OfRefs<X> for DuplicatedOnly<&mut X, &mut X, N> {}
+    impl<X: ?Sized, const N: usize> OfRefs<X> for DuplicatedOnly<&X, &mut X, N> {}
+    /// Sealing of [`super::DstPtr`] and [`super::SrcPtr`] at `T`.
+    pub trait OfPtrs<T> {}
+    impl<T> OfPtrs<T> for Const<*mut T> {}
+    impl<T> OfPtrs<T> for Const<*const T> {}
+    impl<T, const N: usize> OfPtrs<T> for Duplicated<*mut T, *mut T, N> {}
+    impl<T, const N: usize> OfPtrs<T> for Duplicated<*const T, *mut T, N> {}
+    impl<T, const N: usize> OfPtrs<T> for DuplicatedOnly<*mut T, *mut T, N> {}
+    impl<T, const N: usize> OfPtrs<T> for DuplicatedOnly<*const T, *mut T, N> {}
+    /// Sealing of [`super::ForwardValue`] and [`super::ReverseValue`] at `T`.
+    pub trait OfValues<T> {}
+    impl<T> OfValues<T> for Const<T> {}
+    impl<T, const N: usize> OfValues<T> for Dual<T, N> {}
+    impl<T> OfValues<T> for Active<T> {}
 }
 
 /// What every activity says about itself. Sealed: implemented by [`Const`], [`Duplicated`],
@@ -195,7 +220,7 @@ impl<P, S, const N: usize> Activity for DuplicatedOnly<P, S, N> {
     label = "expected `Const(&mut x)`, `Duplicated::new(&mut x, &mut dx)` or `DuplicatedOnly::new(&mut x, &mut dx)`",
     note = "the primal and every shadow of a destination are `&mut {X}`"
 )]
-pub trait DstArg<X: ?Sized>: Activity {
+pub trait DstArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     /// The primal buffer.
     fn primal(&self) -> &X;
     /// The primal buffer, for writing.
@@ -212,7 +237,7 @@ pub trait DstArg<X: ?Sized>: Activity {
     label = "expected `Const(&x)`, `Duplicated::new(&x, &mut dx)` or `DuplicatedOnly::new(&x, &mut dx)`",
     note = "a source's primal is `&{X}`; its shadows are `&mut {X}`, since the reverse pass accumulates into them"
 )]
-pub trait SrcArg<X: ?Sized>: Activity {
+pub trait SrcArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     /// The primal buffer.
     fn primal(&self) -> &X;
     /// Shadow `k`, if `k < WIDTH`.
@@ -285,7 +310,7 @@ duplicated_refs!(DuplicatedOnly);
     message = "`{Self}` is not an activity for a destination pointer `*mut {T}`",
     label = "expected `Const(ptr)`, `Duplicated::new(ptr, shadow_ptr)` or `DuplicatedOnly::new(ptr, shadow_ptr)` with `*mut {T}` pointers"
 )]
-pub trait DstPtr<T>: Activity {
+pub trait DstPtr<T>: Activity + sealed::OfPtrs<T> {
     /// The primal pointer.
     fn primal(&self) -> *mut T;
     /// Shadow pointer `k`, if `k < WIDTH`.
@@ -297,7 +322,7 @@ pub trait DstPtr<T>: Activity {
     message = "`{Self}` is not an activity for a source pointer `*const {T}`",
     label = "expected `Const(ptr)`, `Duplicated::new(ptr, shadow_ptr)` or `DuplicatedOnly::new(ptr, shadow_ptr)`, the primal `*const {T}` and shadows `*mut {T}`"
 )]
-pub trait SrcPtr<T>: Activity {
+pub trait SrcPtr<T>: Activity + sealed::OfPtrs<T> {
     /// The primal pointer.
     fn primal(&self) -> *const T;
     /// Shadow pointer `k`, if `k < WIDTH`.
@@ -363,7 +388,7 @@ impl<T, const N: usize> Activity for Dual<T, N> {
     label = "expected `Const(v)` or `Dual::new(v, dv)` (`Dual::batch(v, [dv1, ..])` for a batch)",
     note = "`Active(v)` is for reverse mode (the augmented primal and the reverse rule)"
 )]
-pub trait ForwardValue<T>: Activity {
+pub trait ForwardValue<T>: Activity + sealed::OfValues<T> {
     /// The value.
     fn value(&self) -> T;
     /// Tangent `k` (`None` for `Const`: the tangent is zero).
@@ -393,7 +418,7 @@ impl<T: Copy, const N: usize> ForwardValue<T> for Dual<T, N> {
     label = "expected `Const(v)` or `Active(v)`",
     note = "`Dual` is for forward mode; in reverse mode the value's derivative is returned by the reverse rule"
 )]
-pub trait ReverseValue<T>: sealed::Sealed {
+pub trait ReverseValue<T>: sealed::Sealed + sealed::OfValues<T> {
     /// Whether the derivative is wanted.
     const ACTIVE: bool;
     /// What the reverse rule returns for a destination of batch width `W`: `()` for `Const`, one

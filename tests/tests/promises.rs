@@ -425,3 +425,91 @@ fn an_empty_box_at_a_huge_offset_is_not_a_panic() {
     }
     assert_eq!((a, b), (vec![1.0; 4], vec![2.0; 4]), "nothing written");
 }
+
+// ---- found by the fresh-eyes review of the fix (docs/soundness.md) ------------------------------
+
+/// A fill of the whole destination, restoring the old contents in reverse.
+#[derivative_rule(fill, restore)]
+fn fill_restore(#[dst] dst: &mut [f32], #[value] v: f32) {
+    dst.fill(v);
+}
+
+/// The same fill, without restore.
+#[derivative_rule(fill)]
+fn fill_plain(#[dst] dst: &mut [f32], #[value] v: f32) {
+    dst.fill(v);
+}
+
+/// A memset of the whole destination, restoring in reverse.
+#[derivative_rule(memset, restore)]
+fn memset_restore(#[dst] dst: &mut [f32], byte: u8) {
+    dst.iter_mut()
+        .for_each(|x| *x = f32::from_bits(u32::from_ne_bytes([byte; 4])));
+}
+
+/// Tapes (item 8, review): a region tape names the kind of rule that made it and whether that
+/// rule restores. The tape of a fill with `restore` handed to a plain fill's reverse, or a
+/// memset's tape to a fill's reverse, on the same buffers, is `TapeMismatch` and changes nothing
+/// (the plain fill's reverse wrote the saved primal back, and the fill took the memset's tape).
+#[test]
+fn a_tape_of_another_kind_of_rule_is_refused() {
+    use rules_runtime::{Active, FillRule, MemsetRule};
+    let mut y = [1.0f32, 2.0, 3.0];
+    let mut dy = [0.0f32; 3];
+    let tape = fill_restore_rule()
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(7.0))
+        .unwrap();
+    assert_eq!(y, [7.0; 3]);
+    dy = [1.0; 3];
+    let r = fill_plain_rule().reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Active(7.0));
+    assert!(matches!(r, Err(Error::TapeMismatch(_))), "{r:?}");
+    assert_eq!((y, dy), ([7.0; 3], [1.0; 3]), "nothing written");
+
+    let tape = memset_restore_rule(0)
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]))
+        .unwrap();
+    let r = fill_plain_rule().reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Active(0.0));
+    assert!(matches!(r, Err(Error::TapeMismatch(_))), "{r:?}");
+    assert_eq!(dy, [1.0; 3], "nothing written");
+}
+
+/// A fill of rows with a value, restoring the old rows in reverse.
+#[derivative_rule(fill, restore)]
+fn fill_rows_restore(
+    #[dst] dst: &mut [f32],
+    #[value] v: f32,
+    #[width] width: usize,
+    #[height] height: usize,
+    #[dst_pitch] pitch: usize,
+) {
+    // An empty box fills nothing, whatever its other side (the runtime checked non-empty ones).
+    if width == 0 {
+        return;
+    }
+    for r in 0..height {
+        dst[r * pitch / 4..r * pitch / 4 + width].fill(v);
+    }
+}
+
+/// Typed results, no panic or abort (item 13, review): an empty box of absurd width or height
+/// through a rule with `restore` (the saved box was sized, and its rows reserved, before the
+/// box was known to be empty), and through `save_region` directly.
+#[test]
+fn empty_boxes_of_absurd_extent_are_not_a_panic() {
+    use rules_runtime::{Active, FillRule, save_region};
+    for (w, h) in [(usize::MAX / 2, 0), (0, usize::MAX), (0, 1 << 40)] {
+        let (mut y, mut dy) = ([1.0f32; 4], [0.0f32; 4]);
+        let r = no_panic("a restore rule's augmented primal", || {
+            fill_rows_restore_rule(w, h, 4)
+                .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.0))
+                .map(drop)
+        });
+        r.unwrap();
+        assert_eq!(y, [1.0; 4], "an empty box fills nothing");
+    }
+    let a = [1.0f32; 4];
+    no_panic("save_region", || {
+        save_region(On::Host, &a[..], Pitched::rows(0, 0, usize::MAX, 4)).map(drop)
+    })
+    .unwrap();
+}

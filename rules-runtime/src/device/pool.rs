@@ -303,15 +303,21 @@ impl Drop for CurrentContext {
 }
 
 /// The shadow kernels of `ctx`, loading them on first use.
+///
+/// The module is loaded without the cache's lock: a load waits for the context's work in flight,
+/// and must not hold up other threads' work on other contexts meanwhile. Two threads that load
+/// into one context at once each load a module; the first stored is used, the other stays in the
+/// context until it is destroyed.
 pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Kernels> {
-    let mut all = entries();
-    let e = entry(&mut all, ctx);
-    if let Some(k) = e.kernels {
+    if let Some(k) = entry(&mut entries(), ctx).kernels {
         return Ok(k);
     }
-    let k = load(&e.ctx)?;
-    e.kernels = Some(k);
-    Ok(k)
+    let loaded = {
+        let _current = CurrentContext::save();
+        load(ctx)?
+    };
+    let mut all = entries();
+    Ok(*entry(&mut all, ctx).kernels.get_or_insert(loaded))
 }
 
 /// The raw stream `which` of `ctx`'s entry, created on first use.

@@ -454,6 +454,12 @@ impl<'a> ArrayRef<'a> {
     /// fastest), on `stream`, ordered after the array's last work; the caller waits for the
     /// stream before it uses `host` again.
     fn host_copy(&self, stream: &CudaStream, host: u64, to_array: bool) -> Result<()> {
+        // The caller waits for the stream, which a graph capture cannot record.
+        if crate::ops::capturing(stream)? {
+            return Err(Error::Capturing {
+                op: "a CUDA array's host copy",
+            });
+        }
         if self.ctx.cu_ctx() != stream.context().cu_ctx() {
             return Err(Error::ContextMismatch {
                 what: "a CUDA array".into(),
@@ -535,7 +541,22 @@ impl ArrayRef<'_> {
             .bind_to_thread()
             .map_err(driver("cuCtxSetCurrent"))?;
         let e = match *last {
-            Some(e) => e,
+            Some(e) => {
+                // Work recorded meanwhile by another thread on another stream (two readers of a
+                // shared array) must stay covered: this stream waits for it before the event
+                // moves here, so the event marks the end of both. The wait comes after this
+                // stream's own work, which it does not delay.
+                // SAFETY: a live event of the array's context; the stream is of that context.
+                unsafe {
+                    result::stream::wait_event(
+                        stream.cu_stream(),
+                        e,
+                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                    )
+                }
+                .map_err(driver("cuStreamWaitEvent (CUDA array)"))?;
+                e
+            }
             None => {
                 let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
                     .map_err(driver("cuEventCreate (array)"))?;

@@ -19,6 +19,11 @@ fn no_host_view(kind: super::MemoryKind) -> Error {
 /// The first element of every row of box `r` of a buffer of `len` elements (checked), in order.
 fn rows<T>(what: &str, r: &Pitched, len: usize) -> Result<Vec<usize>> {
     let s = r.check::<T>(what, len)?;
+    if r.elements() == 0 {
+        // Whatever its height: an empty box has no rows to visit (nor to reserve room for).
+        return Ok(Vec::new());
+    }
+    // A checked box of elements has at most `len` rows.
     let mut v = Vec::with_capacity(r.height.saturating_mul(r.depth));
     s.each_row(r, |e| v.push(e));
     Ok(v)

@@ -221,6 +221,23 @@ where
     }
 }
 
+/// Checks, without writing anything, that the two-box operation between `acc` and `src` (a
+/// lane's shadows) has a route: a region operation across contexts is refused, and a rule checks
+/// every lane's pair before its first lane runs. Array sides are checked by the array operations.
+pub(crate) fn check_pair<A, B>(on: On<'_>, acc: &A, src: &B) -> Result<()>
+where
+    A: ShadowRead + ?Sized,
+    B: ShadowRead<Elem = A::Elem> + ?Sized,
+{
+    if acc.array().is_some() || src.array().is_some() {
+        return Ok(());
+    }
+    match route(on, Op::AccumulateAndZero, acc, Some(src))? {
+        Route::Cross(_) => Err(cross_refused(Op::AccumulateAndZero, acc.kind(), src.kind())),
+        _ => Ok(()),
+    }
+}
+
 /// The route for a region operation, as for whole buffers; across contexts it is refused by the
 /// caller.
 pub(super) fn route<'s, A, B>(on: On<'s>, op: Op, acc: &A, src: Option<&B>) -> Result<Route<'s>>

@@ -194,8 +194,20 @@ fn refuse_in_capture(op: Op, route: &Route<'_>) -> Result<()> {
 /// pageable host memory (a copy from or to it would be recorded as a host-synchronous node, or
 /// run by the host), a `restore` (its saved box lives in pooled memory ordered by events), or a
 /// CUDA array (staged through pooled memory). `what` names it in [`Error::Capturing`].
-pub(crate) fn refuse_call_in_capture(on: On<'_>, what: &'static str, needs: bool) -> Result<()> {
-    if let (true, On::Stream(s)) = (needs, on)
+///
+/// With no stream named ([`On::Host`]) the work is ordered on a device buffer's own stream
+/// (`home`, if the call has one), which is the one asked.
+pub(crate) fn refuse_call_in_capture(
+    on: On<'_>,
+    home: Option<&CudaStream>,
+    what: &'static str,
+    needs: bool,
+) -> Result<()> {
+    let stream = match on {
+        On::Stream(s) => Some(s),
+        On::Host => home,
+    };
+    if let (true, Some(s)) = (needs, stream)
         && capturing(s)?
     {
         return Err(Error::Capturing { op: what });

@@ -45,7 +45,8 @@ impl<T> core::fmt::Debug for SavedRegion<T> {
 /// The contiguous box of `r`'s shape from element 0: how a box is saved.
 fn packed<T>(r: &Pitched) -> Pitched {
     let (w, h, d) = r.shape();
-    Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
+    // Saturating: an empty box may have any width (it is never placed on memory).
+    Pitched::slices(0, w, h, d, w.saturating_mul(size_of::<T>()), h)
 }
 
 /// Saves `buf[r]` (packed), ordered on the stream `on` names.
@@ -55,6 +56,12 @@ pub fn save_region<A: ShadowRead + ?Sized>(
     r: Pitched,
 ) -> Result<SavedRegion<A::Elem>> {
     r.check::<A::Elem>("the saved buffer", buf.len())?;
+    if r.elements() == 0 {
+        return Ok(SavedRegion {
+            shape: r.shape(),
+            store: Store::Host(Vec::new()),
+        });
+    }
     let kind = buf.kind();
     let shape3 = r.shape();
     let n = r.elements();

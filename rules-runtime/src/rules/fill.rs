@@ -10,7 +10,7 @@
 //! back after the shadow work.
 
 use super::copy::PrimalOutcome;
-use super::region::{Boxes, Checked, Dst, Raw, RawRegion, RegionTape, Side, check_call};
+use super::region::{Boxes, Checked, Dst, Kind, Raw, RawRegion, RegionTape, Side, check_call};
 use crate::activity::{Activity, DstArg, DstPtr, ForwardValue, ReverseValue, SameWidth};
 use crate::element::Differentiable;
 use crate::error::Result;
@@ -102,13 +102,13 @@ where
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Memset, restore)).with_saved(saved))
 }
 
 /// Reverse of a memset (slices): `d_dst[k][R] ← 0` for each lane, then the restore if asked.
 pub fn memset_reverse<X, D>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, restore): (Boxes, bool),
     tape: RegionTape<X::Elem>,
     dst: D,
 ) -> Result<()>
@@ -118,7 +118,7 @@ where
 {
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Memset, restore))?;
     reverse_lanes(on, &c, &mut dst, false)?;
     if let Some(mut s) = saved {
         restore_region(on, dst.primal_mut(), c.dst, &mut s)?;
@@ -173,14 +173,14 @@ where
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), value.value()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Fill, restore)).with_saved(saved))
 }
 
 /// Reverse of a fill by value (slices): for an `Active` value, `d_v[k] = Σ_R d_dst[k]` for each
 /// lane, returned as `[T; N]`; then `d_dst[k][R] ← 0` for each lane; then the restore if asked.
 pub fn fill_reverse<X, D, V>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, restore): (Boxes, bool),
     tape: RegionTape<X::Elem>,
     dst: D,
     value: V,
@@ -193,7 +193,7 @@ where
     let _ = value;
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Fill, restore))?;
     let sums = reverse_lanes(on, &c, &mut dst, V::ACTIVE)?;
     if let Some(mut s) = saved {
         restore_region(on, dst.primal_mut(), c.dst, &mut s)?;
@@ -258,13 +258,13 @@ where
     if D::PRIMAL_NEEDED {
         primal(dst.primal()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Memset, restore)).with_saved(saved))
 }
 
 /// Reverse of a pointer memset; see [`memset_reverse`], on the call's views.
 pub(crate) fn ptr_memset_reverse<T, D>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, restore): (RawRegion, bool),
     tape: RegionTape<T>,
     mut d: Raw<T>,
 ) -> Result<()>
@@ -273,7 +273,7 @@ where
     D: DstPtr<T>,
 {
     let c = check_dst(on, shape.boxes(), &d, tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Memset, restore))?;
     reverse_lanes(on, &c, &mut d, false)?;
     if let Some(mut s) = saved {
         restore_region(on, &mut d.primal, c.dst, &mut s)?;
@@ -326,13 +326,13 @@ where
     if D::PRIMAL_NEEDED {
         primal(dst.primal(), value.value()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Fill, restore)).with_saved(saved))
 }
 
 /// Reverse of a pointer fill by value; see [`fill_reverse`], on the call's views.
 pub(crate) fn ptr_fill_reverse<T, D, V>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, restore): (RawRegion, bool),
     tape: RegionTape<T>,
     mut d: Raw<T>,
 ) -> Result<V::Gradient<D::Width>>
@@ -342,7 +342,7 @@ where
     V: ReverseValue<T>,
 {
     let c = check_dst(on, shape.boxes(), &d, tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Fill, restore))?;
     let sums = reverse_lanes(on, &c, &mut d, V::ACTIVE)?;
     if let Some(mut s) = saved {
         restore_region(on, &mut d.primal, c.dst, &mut s)?;

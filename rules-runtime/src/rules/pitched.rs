@@ -9,7 +9,7 @@
 //! with `restore`, the old primal box is written back. Padding between rows is never touched.
 
 use super::copy::PrimalOutcome;
-use super::region::{Boxes, Checked, Dst, Raw, RawRegion, RegionTape, Side, Src, check_call};
+use super::region::{Boxes, Checked, Dst, Kind, Raw, RawRegion, RegionTape, Side, Src, check_call};
 use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
 use crate::element::Differentiable;
 use crate::error::Result;
@@ -101,14 +101,14 @@ where
     if run {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, run).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, run, (Kind::Pair, restore)).with_saved(saved))
 }
 
 /// Reverse of a two-buffer region rule (slices); see the module docs. Every lane is checked and
 /// routed before the first one runs.
 pub fn region_reverse<X, Y, D, S>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, restore): (Boxes, bool),
     tape: RegionTape<X::Elem>,
     dst: D,
     src: S,
@@ -122,7 +122,7 @@ where
 {
     let (mut dst, mut src) = (Dst::new(dst), Src::new(src));
     let c = check_call(on, boxes, &dst, Some(&src), tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Pair, restore))?;
     for k in 0..D::WIDTH {
         let Some(dd) = dst.lane_mut(k) else { continue };
         reverse_lane(on, &c, boxes.value, dd, src.lane_mut(k))?;
@@ -196,13 +196,13 @@ where
     if run {
         primal(dst.primal(), src.primal()).into_result()?;
     }
-    Ok(RegionTape::new(&c, D::WIDTH, run).with_saved(saved))
+    Ok(RegionTape::new(&c, D::WIDTH, run, (Kind::Pair, restore)).with_saved(saved))
 }
 
 /// Reverse of a pointer region copy; see [`region_reverse`], on the call's views.
 pub(crate) fn ptr_region_reverse<T, D>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, restore): (RawRegion, bool),
     tape: RegionTape<T>,
     (mut d, mut s): (Raw<T>, Raw<T>),
 ) -> Result<()>
@@ -211,7 +211,7 @@ where
     D: DstPtr<T>,
 {
     let c = check_call(on, shape.boxes(), &d, Some(&s), tape.restores())?;
-    let saved = tape.check(&c, D::WIDTH)?;
+    let saved = tape.check(&c, D::WIDTH, (Kind::Pair, restore))?;
     for k in 0..D::WIDTH {
         let Some(dd) = d.lane_mut(k) else { continue };
         reverse_lane(on, &c, false, dd, s.lane_mut(k))?;

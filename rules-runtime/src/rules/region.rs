@@ -19,6 +19,7 @@ mod tape;
 pub(crate) use check::{Checked, check_call};
 pub use side::RawRegion;
 pub(crate) use side::{Dst, Raw, Side, Src};
+pub(crate) use tape::Kind;
 pub use tape::RegionTape;
 
 use crate::region::Pitched;

@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 use rules_runtime::__private::{Activity, CollectiveSrc, DstArg, SrcArg};
-use rules_runtime::activity::{Lanes};
+use rules_runtime::Duplicated;
+use rules_runtime::activity::Lanes;
 use rules_runtime::cudarc::driver::{CudaSlice, CudaView};
 
 /// A destination whose planned lane is long and whose written lane is short.
@@ -46,6 +47,25 @@ impl SrcArg<[f32]> for LyingSource<'_> {
         None
     }
     fn lane_mut(&mut self, _: usize) -> Option<&mut [f32]> {
+        None
+    }
+}
+
+/// A buffer type of this crate as the parameter: the orphan rule would allow implementing the
+/// activity trait for the runtime's own `Duplicated` at it; the sealing is per buffer type too.
+struct MyBuf(Vec<f32>);
+
+impl DstArg<MyBuf> for Duplicated<u8, u8, 1> {
+    fn primal(&self) -> &MyBuf {
+        unimplemented!()
+    }
+    fn primal_mut(&mut self) -> &mut MyBuf {
+        unimplemented!()
+    }
+    fn lane(&self, _: usize) -> Option<&MyBuf> {
+        None
+    }
+    fn lane_mut(&mut self, _: usize) -> Option<&mut MyBuf> {
         None
     }
 }

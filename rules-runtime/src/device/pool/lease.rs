@@ -133,6 +133,11 @@ impl Drop for Lease<'_> {
 }
 
 /// Takes a buffer of at least `bytes` of `memory` out of `ctx`'s pool (or allocates one).
+///
+/// Nothing is freed to make room: freeing device or page-locked memory (`cuMemFree`,
+/// `cuMemFreeHost`) waits for the device's work in flight, and a call that should only enqueue
+/// must not. New buffers are sized to the next power of two, so a pool holds few sizes; all are
+/// freed when the context's entry is released.
 fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> {
     let _current = CurrentContext::save();
     let mut all = entries();
@@ -141,24 +146,18 @@ fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> 
         .free
         .iter()
         .position(|b| b.memory == memory && b.bytes >= bytes);
-    // Too small, and its last use complete: freed to make room (nothing waits here; a buffer
-    // still in use stays in the pool for later).
-    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-    let smaller = e
-        .free
-        .iter()
-        .position(|b| b.memory == memory && last_use_done(b));
-    match (fit, smaller) {
-        (Some(i), _) => Ok(e.free.swap_remove(i)),
-        (None, Some(i)) => {
-            let old = e.free.swap_remove(i);
-            let grown = bytes.max(old.bytes.saturating_mul(2));
-            // SAFETY: its last use has completed.
-            unsafe { free(old) };
-            alloc(memory, grown)
+    match fit {
+        Some(i) => Ok(e.free.swap_remove(i)),
+        None => {
+            ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+            alloc(memory, sized(bytes))
         }
-        (None, None) => alloc(memory, bytes.max(1)),
     }
+}
+
+/// The size a new pooled buffer of at least `bytes` gets.
+fn sized(bytes: usize) -> usize {
+    bytes.max(1).checked_next_power_of_two().unwrap_or(bytes)
 }
 
 /// How many pooled buffers that fit but are still in use [`take_idle`] lets exist before it waits
@@ -183,18 +182,8 @@ fn take_idle(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buf
             Some(i) if e.free.iter().filter(|b| fits(b)).count() >= MAX_BUSY => {
                 e.free.swap_remove(i)
             }
-            _ => {
-                // Too small and done: freed to make room, as `take` does.
-                if let Some(i) = e
-                    .free
-                    .iter()
-                    .position(|b| b.memory == memory && last_use_done(b))
-                {
-                    // SAFETY: its last use has completed.
-                    unsafe { free(e.free.swap_remove(i)) };
-                }
-                return alloc(memory, bytes.max(1));
-            }
+            // Nothing freed to make room (see `take`).
+            _ => return alloc(memory, sized(bytes)),
         }
     };
     let _current = CurrentContext::save();

@@ -180,7 +180,7 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
     where
         D::Width: SameWidth<S::Width>,
     {
-        let (on, shape, _) = self.__plan();
+        let (on, shape, restore) = self.__plan();
         // SAFETY: as in `forward`.
         let views = unsafe {
             (
@@ -188,7 +188,7 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
                 lanes::src_views(&shape, &src)?,
             )
         };
-        ptr_region_reverse::<T, D>(on, shape, tape, views)
+        ptr_region_reverse::<T, D>(on, (shape, restore), tape, views)
     }
 }
 
@@ -241,10 +241,10 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
     /// # Safety
     /// See the trait.
     unsafe fn reverse<D: DstPtr<T>>(&mut self, tape: RegionTape<T>, dst: D) -> Result<()> {
-        let (on, shape, _) = self.__plan();
+        let (on, shape, restore) = self.__plan();
         // SAFETY: as in `forward`.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
-        ptr_memset_reverse::<T, D>(on, shape, tape, views)
+        ptr_memset_reverse::<T, D>(on, (shape, restore), tape, views)
     }
 }
 
@@ -309,11 +309,11 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
         dst: D,
         value: V,
     ) -> Result<FillGradient<V, T, D>> {
-        let (on, shape, _) = self.__plan();
+        let (on, shape, restore) = self.__plan();
         let _ = value;
         // SAFETY: as in `forward`.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
-        ptr_fill_reverse::<T, D, V>(on, shape, tape, views)
+        ptr_fill_reverse::<T, D, V>(on, (shape, restore), tape, views)
     }
 }
 

@@ -59,7 +59,7 @@ impl PtrCopy {
         };
         let primal_is_identity = call.check()? == Overlap::Same;
         let host = self.dst_kind == MemoryKind::Host || self.src_kind == MemoryKind::Host;
-        refuse_call_in_capture(on, "a copy rule on pageable host memory", host)?;
+        refuse_call_in_capture(on, None, "a copy rule on pageable host memory", host)?;
         let lanes = lanes
             .into_iter()
             .filter_map(|(dd, ds)| dd.map(|dd| (dd, ds)))

@@ -33,7 +33,13 @@ where
         }
         lanes.push((dd.map(ShadowRead::region), ds.map(ShadowRead::region)));
     }
-    refuse_call_in_capture(on, "a copy rule on pageable host memory", host)?;
+    let home = dst.primal().home_stream().or(src.primal().home_stream());
+    refuse_call_in_capture(
+        on,
+        home.map(|s| &**s),
+        "a copy rule on pageable host memory",
+        host,
+    )?;
     let call = Call {
         dst: dst.primal().region(),
         src: src.primal().region(),

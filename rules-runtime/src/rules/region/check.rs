@@ -287,6 +287,11 @@ where
             let what = format!("the shadow of `src` (lane {k})");
             check_len(what.clone(), len, s.len())?;
             check_route(on, &what, s)?;
+            // The reverse's work between the lane's two shadows: a route must exist for the pair
+            // too (not only for each), or a later lane could fail after an earlier one ran.
+            if let Some(d) = dst.lane(k) {
+                ops::region::check_pair(on, s, d)?;
+            }
             ix[1] = Some(placed.len());
             placed.push(place(what, s, rs, src_extent)?);
         }
@@ -320,7 +325,11 @@ where
         (false, true) => "CUDA array staging",
         (false, false) => "a region rule on pageable host memory",
     };
-    ops::refuse_call_in_capture(on, what, restore || arrays || host)?;
+    let home = dst
+        .primal()
+        .home_stream()
+        .or(src.and_then(|s| s.primal().home_stream()));
+    ops::refuse_call_in_capture(on, home.map(|s| &**s), what, restore || arrays || host)?;
     // Pairs that may be the same box: the primals, and each lane's two shadows (a self-copy).
     let may_be_same = |i: usize, j: usize| {
         !boxes.value

@@ -9,6 +9,9 @@ use crate::region::Pitched;
 /// What the augmented primal of a region rule (or of any rule with `restore`) hands to its
 /// reverse: the boxes, a fingerprint of the primals, and with `restore` the destination's old
 /// contents, held in pooled memory until the tape is used or dropped.
+///
+/// Move-only, and consumed by the reverse. It names the kind of rule that made it (and whether
+/// that rule restores), so that another kind of rule's reverse on the same buffers refuses it.
 #[derive(Debug)]
 pub struct RegionTape<T> {
     dst: Pitched,
@@ -16,17 +19,34 @@ pub struct RegionTape<T> {
     width: usize,
     primal_ran: bool,
     call: u64,
+    rule: Rule,
     saved: Option<SavedRegion<T>>,
 }
 
+/// The kind of region rule a tape was made by, and whether it restores.
+pub(crate) type Rule = (Kind, bool);
+
+/// The kinds of region rules, whose reverses differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Two buffers: a pitched copy, a copy with `restore` or with an array side, a fill from a
+    /// one-element buffer.
+    Pair,
+    /// A memset.
+    Memset,
+    /// A fill by value.
+    Fill,
+}
+
 impl<T> RegionTape<T> {
-    pub(crate) fn new(c: &Checked, width: usize, primal_ran: bool) -> Self {
+    pub(crate) fn new(c: &Checked, width: usize, primal_ran: bool, rule: Rule) -> Self {
         RegionTape {
             dst: c.dst,
             src: c.src,
             width,
             primal_ran,
             call: c.call,
+            rule,
             saved: None,
         }
     }
@@ -58,8 +78,23 @@ impl<T> RegionTape<T> {
         self.saved.is_some()
     }
 
-    /// Checks the tape against the reverse's own call; hands back what was saved.
-    pub(crate) fn check(self, c: &Checked, width: usize) -> Result<Option<SavedRegion<T>>> {
+    /// Checks the tape against the reverse's own call and rule; hands back what was saved.
+    pub(crate) fn check(
+        self,
+        c: &Checked,
+        width: usize,
+        rule: Rule,
+    ) -> Result<Option<SavedRegion<T>>> {
+        if self.rule != rule {
+            let says = |(kind, restore): Rule| {
+                format!("{kind:?}{}", if restore { " with `restore`" } else { "" })
+            };
+            return Err(Error::TapeMismatch(format!(
+                "the tape was made by a {} rule, but this reverse is of a {} rule",
+                says(self.rule),
+                says(rule)
+            )));
+        }
         let found = (c.dst, c.src, width);
         let made = (self.dst, self.src, self.width);
         if made != found {

@@ -112,7 +112,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
     where
         D::Width: SameWidth<S::Width>,
     {
-        let (on, boxes, _) = self.__plan();
-        region_reverse(on, boxes, tape, dst, src)
+        let (on, boxes, restore) = self.__plan();
+        region_reverse(on, (boxes, restore), tape, dst, src)
     }
 }

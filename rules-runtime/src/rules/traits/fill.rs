@@ -41,8 +41,8 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
     fn reverse<D: DstArg<X>>(&mut self, tape: RegionTape<X::Elem>, dst: D) -> Result<()> {
-        let (on, boxes, _) = self.__plan();
-        memset_reverse(on, boxes, tape, dst)
+        let (on, boxes, restore) = self.__plan();
+        memset_reverse(on, (boxes, restore), tape, dst)
     }
 }
 
@@ -88,7 +88,7 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
         dst: D,
         value: V,
     ) -> Result<FillGradient<V, X::Elem, D>> {
-        let (on, boxes, _) = self.__plan();
-        fill_reverse(on, boxes, tape, dst, value)
+        let (on, boxes, restore) = self.__plan();
+        fill_reverse(on, (boxes, restore), tape, dst, value)
     }
 }
