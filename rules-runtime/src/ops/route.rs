@@ -312,9 +312,18 @@ impl Plan<'_> {
         // caller says are the same buffers. What is launched is checked against what is written
         // through, so a buffer whose length changed since (or an implementation that answers
         // differently for its two views) is an error, never an access past its end.
-        check_len(format!("the accumulator of `{}`", op.name()), n, acc.len())?;
-        if let Some(b) = src.get() {
-            check_len(format!("the source of `{}`", op.name()), n, b.len())?;
+        let unplanned = |what: &str, found: usize| Error::LengthMismatch {
+            what: format!("{what} of `{}`", op.name()),
+            expected: n,
+            found,
+        };
+        if acc.len() != n {
+            return Err(unplanned("the accumulator", acc.len()));
+        }
+        if let Some(b) = src.get()
+            && b.len() != n
+        {
+            return Err(unplanned("the source", b.len()));
         }
         match route {
             Route::Nothing => Ok(()),
