@@ -61,20 +61,6 @@ fn judge<T>(what: &str, r: &Pitched, a: (u64, Strides), b: (u64, Strides)) -> Re
     }
 }
 
-/// The two sides of a two-box launch, checked: one shape, each box inside its view (an address and
-/// a length), and how the boxes relate (a partial overlap is an error).
-fn checked_pair<T>(
-    what: &str,
-    (a, a_len, ra): (u64, usize, &Pitched),
-    (b, b_len, rb): (u64, usize, &Pitched),
-) -> Result<(Side, Side, Overlap)> {
-    same_shape(ra, rb)?;
-    let sa = ra.check::<T>("the accumulator", a_len)?;
-    let sb = rb.check::<T>("the source", b_len)?;
-    let how = judge::<T>(what, ra, (a, sa), (b, sb))?;
-    Ok((side::<T>(a, sa), side::<T>(b, sb), how))
-}
-
 /// `acc[ra] += src[rb]` on `stream`: boxes of one shape, disjoint row by row or the same box of
 /// the same memory (which doubles).
 pub(crate) fn accumulate<T: Differentiable>(
@@ -82,15 +68,23 @@ pub(crate) fn accumulate<T: Differentiable>(
     (acc, ra): (&mut DevMut<'_, T>, &Pitched),
     (src, rb): (&DevRef<'_, T>, &Pitched),
 ) -> Result<()> {
-    let (a, s, _) = checked_pair::<T>(
-        "accumulate_region",
-        (acc.addr(), acc.len(), ra),
-        (src.addr(), src.len(), rb),
-    )?;
+    same_shape(ra, rb)?;
+    let sa = ra.check::<T>("the accumulator", acc.len())?;
+    let sb = rb.check::<T>("the source", src.len())?;
+    judge::<T>("accumulate_region", ra, (acc.addr(), sa), (src.addr(), sb))?;
     // SAFETY: both boxes lie in their views (checked), which are device-reachable memory ordered
     // on `stream`; they are disjoint row by row, or the same box (each element read before it is
     // written, by one thread).
-    unsafe { launch_accumulate(stream, T::DTYPE, a, s, shape(ra), false) }
+    unsafe {
+        launch_accumulate(
+            stream,
+            T::DTYPE,
+            side::<T>(acc.addr(), sa),
+            side::<T>(src.addr(), sb),
+            shape(ra),
+            false,
+        )
+    }
 }
 
 /// `acc[r] += acc[r]` on `stream` (the accumulation of a box into itself).
@@ -147,17 +141,30 @@ pub(crate) fn accumulate_and_zero<T: Differentiable>(
     (acc, ra): (&mut DevMut<'_, T>, &Pitched),
     (src, rb): (&mut DevMut<'_, T>, &Pitched),
 ) -> Result<()> {
-    let (a, s, how) = checked_pair::<T>(
+    same_shape(ra, rb)?;
+    let sa = ra.check::<T>("the accumulator", acc.len())?;
+    let sb = rb.check::<T>("the source", src.len())?;
+    let how = judge::<T>(
         "accumulate_and_zero_region",
-        (acc.addr(), acc.len(), ra),
-        (src.addr(), src.len(), rb),
+        ra,
+        (acc.addr(), sa),
+        (src.addr(), sb),
     )?;
     if how == Overlap::Same {
         return Ok(());
     }
     // SAFETY: both boxes lie in their views (checked), device-reachable memory ordered on
     // `stream`, disjoint row by row (checked).
-    unsafe { launch_accumulate(stream, T::DTYPE, a, s, shape(ra), true) }
+    unsafe {
+        launch_accumulate(
+            stream,
+            T::DTYPE,
+            side::<T>(acc.addr(), sa),
+            side::<T>(src.addr(), sb),
+            shape(ra),
+            true,
+        )
+    }
 }
 
 /// `dst[r] ← value` on `stream`.
