@@ -222,3 +222,10 @@ pub fn cache_held(ctx: &cudarc::driver::CudaContext) -> (usize, usize, usize) {
     let (buffers, bytes) = crate::device::pool::pooled(ctx);
     (crate::device::pool::contexts_held(), buffers, bytes)
 }
+
+/// The host-side profile of the calls made on this thread since the last call (feature `probe`;
+/// empty without it): for each step, its name, total nanoseconds and count, inclusive of the steps
+/// inside it. For `bench-overhead`.
+pub fn probe_take() -> Vec<(&'static str, u64, u64)> {
+    crate::device::probe::take()
+}

@@ -6,6 +6,7 @@
 //! CUDA toolkit is needed at run time.
 
 use super::pool;
+use super::probe;
 use crate::cuda::driver;
 use crate::element::{Differentiable, Dtype};
 use crate::error::{Error, Result, check_len};
@@ -126,7 +127,9 @@ pub(crate) unsafe fn launch_accumulate(
     if n == 0 {
         return Ok(());
     }
+    let lookup = probe::span("pool::kernels (lookup)");
     let loaded = pool::kernels(stream.context())?;
+    drop(lookup);
     let (index, reals) = real_kernel(dtype);
     let f = if zero_src {
         loaded.fused[index]
@@ -148,6 +151,7 @@ pub(crate) unsafe fn launch_accumulate(
         (&raw mut reals_n).cast(),
     ];
     bind(stream)?;
+    let _p = probe::span("cuLaunchKernel");
     // SAFETY: `params` matches the kernel's signature and outlives the call, which copies them;
     // the addresses are valid on `stream` by the caller's contract.
     unsafe {
@@ -263,6 +267,7 @@ pub(super) unsafe fn copy_dtoh(
 
 /// Makes `stream`'s context current on this thread: the driver calls above act on it.
 pub(crate) fn bind(stream: &CudaStream) -> Result<()> {
+    let _p = probe::span("bind (cuCtxGetCurrent/SetCurrent)");
     stream
         .context()
         .bind_to_thread()

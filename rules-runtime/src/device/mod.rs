@@ -7,4 +7,5 @@ pub(crate) mod nccl;
 pub(crate) mod peer;
 pub(crate) mod pipeline;
 pub(crate) mod pool;
+pub(crate) mod probe;
 pub(crate) mod region;

@@ -102,9 +102,12 @@ pub(crate) fn with_host_copy<T: Differentiable, R>(
 ) -> Result<R> {
     let n = src.len();
     let bytes = n * size_of::<T>();
+    let lease = super::probe::span("with_host_copy: Lease::new");
     let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
+    drop(lease);
     // SAFETY: the lease holds at least `bytes` of pinned memory; `src` holds `n` elements.
     unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, src.addr(), bytes)? };
+    let _p = super::probe::span("with_host_copy: synchronize + host add + lease drop");
     s.synchronize()
         .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
     // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source elements

@@ -92,6 +92,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
+    let _p = crate::device::probe::span("stage_in");
     let bytes = n * size_of::<A::Elem>();
     {
         let acc_kind = acc.kind();
@@ -106,11 +107,14 @@ where
         } else {
             // The source is copied by the host into pooled page-locked memory, which the kernel
             // reads in place: nothing reads the borrowed `h` once this returns.
+            let lease = crate::device::probe::span("stage_in: Lease::pinned_copy_of");
             let stage = Lease::pinned_copy_of(h, s)?;
+            drop(lease);
             kernels::accumulate(s, &mut a, &stage.view(n)?)?;
         }
     }
     if let Source::Take(b) = src {
+        let _p = crate::device::probe::span("stage_in: synchronize + host zero");
         // The copy may still be reading a page-locked source: wait for it, then zero.
         s.synchronize()
             .map_err(driver("cuStreamSynchronize (host source zeroing)"))?;
@@ -132,6 +136,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
+    let _p = crate::device::probe::span("stage_out");
     let bytes = n * size_of::<A::Elem>();
     let src_kind = src.get().map_or(crate::MemoryKind::Device, |b| b.kind());
     let no_address = || unsupported(op, crate::MemoryKind::Host, src_kind, "no device address");

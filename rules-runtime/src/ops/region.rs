@@ -71,6 +71,7 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     r: Pitched,
     value: A::Elem,
 ) -> Result<()> {
+    let _p = crate::device::probe::span("fill_region (zero_region)");
     r.check::<A::Elem>("the destination", buf.len())?;
     if r.elements() == 0 {
         return Ok(());
@@ -106,6 +107,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
+    let _p = crate::device::probe::span("region pair (accumulate_and_zero_region)");
     let b = src
         .get()
         .ok_or_else(|| no_address(op, acc.kind(), acc.kind()))?;

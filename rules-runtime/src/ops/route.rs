@@ -7,6 +7,7 @@ use super::{FUSED_SPLIT_BYTES, On, Op, STREAMING_ZERO_BYTES, Source, cross, host
 use crate::cuda::{driver, require_driver};
 use crate::device::kernels;
 use crate::device::pipeline;
+use crate::device::probe;
 use crate::error::{Error, Result, check_len};
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
@@ -96,6 +97,7 @@ where
     A: ShadowRead + ?Sized,
     B: ShadowRead<Elem = A::Elem> + ?Sized,
 {
+    let _p = probe::span("ops::plan");
     let n = acc.len();
     if let Some(b) = src
         && b.len() != n
@@ -217,6 +219,7 @@ pub(crate) fn refuse_call_in_capture(
 
 /// Whether `s` is being captured into a CUDA graph.
 pub(crate) fn capturing(s: &CudaStream) -> Result<bool> {
+    let _p = probe::span("capturing (cuStreamIsCapturing)");
     let _current = crate::device::pool::CurrentContext::save();
     let status = s.capture_status().map_err(driver("cuStreamIsCapturing"))?;
     Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
@@ -307,6 +310,7 @@ impl Plan<'_> {
         A: ShadowMemory + ?Sized,
         B: ShadowMemory<Elem = A::Elem> + ?Sized,
     {
+        let _p = probe::span("Plan::run");
         let Plan { op, n, same, route } = self;
         // The plan was made on shared views of the buffers; the work runs on these, which the
         // caller says are the same buffers. What is launched is checked against what is written
@@ -381,8 +385,10 @@ where
             kernels::accumulate(s, &mut a, &b)
         }
         Source::Take(b) => {
+            let views = probe::span("on_device: views (cudarc guards)");
             let mut b = DevMut::of(b, s).ok_or_else(no_address)?;
             let mut a = DevMut::of(acc, s).ok_or_else(no_address)?;
+            drop(views);
             // The split pays off only in device memory; across the host link (pinned, unified
             // memory) one fused pass moves the reads and the zero writes in both directions at
             // once.

@@ -3,6 +3,7 @@
 
 use super::{Call, CopyTape, PrimalOutcome, lane_name, plan_lanes};
 use crate::activity::{DstArg, SameWidth, SrcArg};
+use crate::device::probe;
 use crate::error::{Result, check_len};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::ops::{On, Source, refuse_call_in_capture};
@@ -16,11 +17,13 @@ where
     D: DstArg<X>,
     S: SrcArg<Y>,
 {
+    let _p = probe::span("check_slices");
     let n = src.primal().len();
     check_len("the primal `dst`", n, dst.primal().len())?;
     let mut lanes = Vec::with_capacity(D::WIDTH.max(S::WIDTH));
     let mut host =
         dst.primal().kind() == MemoryKind::Host || src.primal().kind() == MemoryKind::Host;
+    let lanes_p = probe::span("check_slices: lanes (lengths, names, regions)");
     for k in 0..D::WIDTH.max(S::WIDTH) {
         let (dd, ds) = (dst.lane(k), src.lane(k));
         if let Some(dd) = dd {
@@ -33,6 +36,7 @@ where
         }
         lanes.push((dd.map(ShadowRead::region), ds.map(ShadowRead::region)));
     }
+    drop(lanes_p);
     let home = dst.primal().home_stream().or(src.primal().home_stream());
     refuse_call_in_capture(
         on,
@@ -45,7 +49,10 @@ where
         src: src.primal().region(),
         lanes,
     };
-    call.check()?;
+    {
+        let _p = probe::span("Call::check (overlap)");
+        call.check()?;
+    }
     Ok((n, call))
 }
 
@@ -63,6 +70,7 @@ where
     R: PrimalOutcome,
 {
     let (_, call) = check_slices(on, &dst, &src)?;
+    let _p = probe::span("forward after checks");
     // Plans hold no borrow of the buffers: they are made from shared views, then run on the
     // exclusive ones, which are the same buffers.
     let plans = {
@@ -102,6 +110,7 @@ where
     R: PrimalOutcome,
 {
     let (n, call) = check_slices(on, &dst, &src)?;
+    let _p = probe::span("augmented primal: primal");
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
@@ -136,9 +145,11 @@ where
         call: call.fingerprint(),
     })?;
     let plans = {
+        let _p = probe::span("reverse: plan_lanes");
         let lanes = (0..D::WIDTH).map(|k| (dst.lane(k), src.lane(k)));
         plan_lanes::<X, Y>(on, lanes, true)?
     };
+    let _p = probe::span("reverse: run");
     for (k, plan) in plans.into_iter().enumerate() {
         let Some(plan) = plan else { continue };
         let Some(dd) = dst.lane_mut(k) else { continue };

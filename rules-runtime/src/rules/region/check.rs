@@ -219,6 +219,7 @@ where
     S: Side<Buf: ShadowRead<Elem = <D::Buf as ShadowRead>::Elem>>,
 {
     type E<D> = <<D as Side>::Buf as ShadowRead>::Elem;
+    let _p = crate::device::probe::span("region check_call");
     let size = size_of::<E<D>>();
     // A whole CUDA array on either side gives a whole-buffer copy its shape.
     let whole_pair = !boxes.value && boxes.dst.is_none() && boxes.dst_at.is_none();
@@ -269,6 +270,7 @@ where
     if let Some(s) = src {
         placed.push(place("the primal `src`".into(), s.primal(), rs, None)?);
     }
+    let lanes_p = crate::device::probe::span("region check_call: lanes (names, routes, pairs)");
     let mut lanes: Vec<[Option<usize>; 2]> = Vec::with_capacity(width);
     // A shadow has its primal's layout, hence its length: one set of length rules for every rule
     // kind (a plain `copy` refuses the same shadows), checked for every lane before any write.
@@ -297,6 +299,7 @@ where
         }
         lanes.push(ix);
     }
+    drop(lanes_p);
     if restore {
         check_route(on, "the primal `dst`", dst.primal())?;
     }
