@@ -17,6 +17,7 @@ use rules_runtime::cudarc::driver::{result, sys};
 use rules_runtime::testing::kernels::empty_launch;
 use rules_runtime::{Const, CopyRule, Duplicated, FillRule, MemsetRule, On, RegionRule};
 use rules_runtime::{accumulate_and_zero, derivative_rule};
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,7 +25,7 @@ type R<T> = Result<T, Box<dyn std::error::Error>>;
 
 const CALLS: usize = 4000;
 const WARM: usize = 200;
-const REPS: usize = 5;
+const REPS: usize = 7;
 
 // ---- The primitives, as a user writes them --------------------------------------------------
 
@@ -71,16 +72,24 @@ fn copy2d(
 ) -> Result<(), DriverError> {
     let (s, _rs) = src.device_ptr(stream);
     let (d, _rd) = dst.device_ptr_mut(stream);
-    // SAFETY: a plain-old-data struct of the driver, all zero is its empty value.
-    let mut p: sys::CUDA_MEMCPY2D = unsafe { core::mem::zeroed() };
-    p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    p.srcDevice = s;
-    p.srcPitch = spitch;
-    p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    p.dstDevice = d;
-    p.dstPitch = dpitch;
-    p.WidthInBytes = width * 4;
-    p.Height = height;
+    let p = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: core::ptr::null(),
+        srcDevice: s,
+        srcArray: core::ptr::null_mut(),
+        srcPitch: spitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: core::ptr::null_mut(),
+        dstDevice: d,
+        dstArray: core::ptr::null_mut(),
+        dstPitch: dpitch,
+        WidthInBytes: width * 4,
+        Height: height,
+    };
     // SAFETY: both boxes lie in their buffers (the rule checked them; the bare calls use the same).
     unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) }.result()
 }
@@ -117,54 +126,80 @@ fn fill2d(
 
 // ---- Timing ---------------------------------------------------------------------------------
 
-/// Host µs per call of `f`: `CALLS` calls after `WARM`, the stream synchronised at the end;
-/// median of `REPS`.
-fn per_call(s: &CudaStream, mut f: impl FnMut() -> R<()>) -> R<f64> {
-    let mut t = Vec::with_capacity(REPS);
-    for _ in 0..REPS {
-        for _ in 0..WARM {
-            f()?;
-        }
-        s.synchronize()?;
-        let t0 = Instant::now();
-        for _ in 0..CALLS {
-            f()?;
-        }
-        s.synchronize()?;
-        t.push(t0.elapsed().as_secs_f64() * 1e6 / CALLS as f64);
+/// One repetition: `WARM` calls of `f`, then `CALLS` timed by the host's clock, the stream
+/// synchronised at the end; µs per call.
+fn once(s: &CudaStream, f: &mut dyn FnMut() -> R<()>) -> R<f64> {
+    for _ in 0..WARM {
+        f()?;
     }
-    t.sort_by(f64::total_cmp);
-    Ok(t[REPS / 2])
+    s.synchronize()?;
+    let t0 = Instant::now();
+    for _ in 0..CALLS {
+        f()?;
+    }
+    s.synchronize()?;
+    Ok(t0.elapsed().as_secs_f64() * 1e6 / CALLS as f64)
 }
 
-/// As [`per_call`] for a reverse, which needs one tape per call: `make` makes the tapes first
-/// (their augmented primals are not timed), `f` consumes one; both on the buffers `b`.
-fn per_reverse<B, T>(
+/// As [`once`] for a reverse, which needs one tape per call: `make` makes the tapes first (their
+/// augmented primals are not timed), `f` consumes one.
+fn once_reverse<T>(
     s: &CudaStream,
-    b: &mut B,
-    mut make: impl FnMut(&mut B) -> R<T>,
-    mut f: impl FnMut(&mut B, T) -> R<()>,
+    make: &mut dyn FnMut() -> R<T>,
+    f: &mut dyn FnMut(T) -> R<()>,
 ) -> R<f64> {
-    let mut t = Vec::with_capacity(REPS);
-    for _ in 0..REPS {
-        let mut tapes = Vec::with_capacity(WARM + CALLS);
-        for _ in 0..WARM + CALLS {
-            tapes.push(make(b)?);
-        }
-        let mut tapes = tapes.into_iter();
-        for tape in tapes.by_ref().take(WARM) {
-            f(b, tape)?;
-        }
-        s.synchronize()?;
-        let t0 = Instant::now();
-        for tape in tapes {
-            f(b, tape)?;
-        }
-        s.synchronize()?;
-        t.push(t0.elapsed().as_secs_f64() * 1e6 / CALLS as f64);
+    let mut tapes = Vec::with_capacity(WARM + CALLS);
+    for _ in 0..WARM + CALLS {
+        tapes.push(make()?);
     }
-    t.sort_by(f64::total_cmp);
-    Ok(t[REPS / 2])
+    let mut tapes = tapes.into_iter();
+    for tape in tapes.by_ref().take(WARM) {
+        f(tape)?;
+    }
+    s.synchronize()?;
+    let t0 = Instant::now();
+    for tape in tapes {
+        f(tape)?;
+    }
+    s.synchronize()?;
+    Ok(t0.elapsed().as_secs_f64() * 1e6 / CALLS as f64)
+}
+
+/// The median over `REPS` repetitions of each of `rows` (each returns one repetition's µs per
+/// call), the repetitions interleaved (one of each in turn), so that the machine's drift during
+/// the run falls on the bare calls and the rules alike.
+fn medians(rows: &mut [&mut dyn FnMut() -> R<f64>]) -> R<Vec<f64>> {
+    let mut t = vec![Vec::with_capacity(REPS); rows.len()];
+    for _ in 0..REPS {
+        for (i, r) in rows.iter_mut().enumerate() {
+            t[i].push(r()?);
+        }
+    }
+    Ok(t.into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[REPS / 2]
+        })
+        .collect())
+}
+
+/// The four buffers of a copy `y ← x` and their shadows.
+struct Four {
+    x: CudaSlice<f32>,
+    dx: CudaSlice<f32>,
+    y: CudaSlice<f32>,
+    dy: CudaSlice<f32>,
+}
+
+impl Four {
+    fn new(s: &Arc<CudaStream>, n: usize, seed: u64) -> R<RefCell<Self>> {
+        Ok(RefCell::new(Four {
+            x: random(s, n, seed)?,
+            dx: random(s, n, seed + 1)?,
+            y: random(s, n, seed + 2)?,
+            dy: random(s, n, seed + 3)?,
+        }))
+    }
 }
 
 fn random(s: &Arc<CudaStream>, n: usize, seed: u64) -> R<CudaSlice<f32>> {
@@ -192,7 +227,7 @@ fn profile(what: &str, calls: usize) {
 }
 
 /// Runs `f` `CALLS` times after clearing the profile, and prints the profile per call.
-fn profiled(s: &CudaStream, what: &str, mut f: impl FnMut() -> R<()>) -> R<()> {
+fn profiled(s: &CudaStream, what: &str, f: &mut dyn FnMut() -> R<()>) -> R<()> {
     if !cfg!(feature = "probe") {
         return Ok(());
     }
@@ -220,80 +255,54 @@ fn row(what: &str, n: &str, us: f64, bare: f64, bare_name: &str) {
 // ---- Steady state ---------------------------------------------------------------------------
 
 fn copies(s: &Arc<CudaStream>, n: usize) -> R<()> {
-    let x = random(s, n, 1)?;
-    let mut dx = random(s, n, 2)?;
-    let mut y = random(s, n, 3)?;
-    let mut dy = random(s, n, 4)?;
+    let b = Four::new(s, n, 1)?;
     let on = On::stream(s);
-    let dtod = per_call(s, || Ok(s.memcpy_dtod(&x, &mut y)?))?;
-    let memset = per_call(s, || Ok(s.memset_zeros(&mut dy)?))?;
-    let launch = per_call(s, || Ok(empty_launch(s)?))?;
-    let fwd = per_call(s, || {
-        Ok(d2d_rule(s).forward(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
-    let aug = per_call(s, || {
-        d2d_rule(s).augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
-        Ok(())
-    })?;
-    // The tapes are made on the same buffers, so each reverse is given a tape of its call.
-    let rev = {
-        let mut bufs = (&mut y, &mut dy, &mut dx);
-        per_reverse(
-            s,
-            &mut bufs,
-            |(y, dy, dx)| {
-                let t = d2d_rule(s).augmented_primal(
-                    Duplicated::new(&mut **y, &mut **dy),
-                    Duplicated::new(&x, &mut **dx),
-                )?;
-                Ok(t)
-            },
-            |(y, dy, dx), t| {
-                Ok(d2d_rule(s).reverse(
-                    t,
-                    Duplicated::new(&mut **y, &mut **dy),
-                    Duplicated::new(&x, &mut **dx),
-                )?)
-            },
-        )?
+    let mut dtod = || {
+        let Four { x, y, .. } = &mut *b.borrow_mut();
+        Ok(s.memcpy_dtod(&*x, y)?)
     };
-    let op = per_call(s, || Ok(accumulate_and_zero(on, &mut dx, &mut dy)?))?;
-    let n = &n.to_string();
-    row("forward (2 copies)", n, fwd, 2.0 * dtod, "2× memcpy_dtod");
-    row("augmented_primal", n, aug, dtod, "memcpy_dtod");
-    row("reverse (1 launch)", n, rev, launch, "empty launch");
-    row("`accumulate_and_zero` op", n, op, launch, "empty launch");
-    row("bare memset_zeros", n, memset, launch, "empty launch");
-    profiled(s, &format!("forward, n = {n}"), || {
-        Ok(d2d_rule(s).forward(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
-    profiled(s, &format!("augmented_primal, n = {n}"), || {
-        d2d_rule(s).augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
+    let mut memset = || Ok(s.memset_zeros(&mut b.borrow_mut().dy)?);
+    let mut launch = || Ok(empty_launch(s)?);
+    let mut fwd = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(d2d_rule(s).forward(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let mut aug = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        d2d_rule(s).augmented_primal(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?;
         Ok(())
-    })?;
-    profiled(s, &format!("aug + reverse, n = {n}"), || {
-        let t = d2d_rule(s).augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
-        Ok(d2d_rule(s).reverse(
-            t,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
+    };
+    // The tapes are made on the same buffers, so each reverse is given a tape of its call.
+    let mut make = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(d2d_rule(s).augmented_primal(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let mut rev = |t| {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(d2d_rule(s).reverse(t, Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let mut op = || {
+        let Four { dx, dy, .. } = &mut *b.borrow_mut();
+        Ok(accumulate_and_zero(on, dx, dy)?)
+    };
+    let m = medians(&mut [
+        &mut || once(s, &mut dtod),
+        &mut || once(s, &mut fwd),
+        &mut || once(s, &mut aug),
+        &mut || once(s, &mut launch),
+        &mut || once_reverse(s, &mut make, &mut rev),
+        &mut || once(s, &mut op),
+        &mut || once(s, &mut memset),
+    ])?;
+    let n = &n.to_string();
+    row("forward (2 copies)", n, m[1], 2.0 * m[0], "2× memcpy_dtod");
+    row("augmented_primal", n, m[2], m[0], "memcpy_dtod");
+    row("reverse (1 launch)", n, m[4], m[3], "empty launch");
+    row("`accumulate_and_zero` op", n, m[5], m[3], "empty launch");
+    row("bare memset_zeros", n, m[6], m[3], "empty launch");
+    profiled(s, &format!("forward, n = {n}"), &mut fwd)?;
+    profiled(s, &format!("augmented_primal, n = {n}"), &mut aug)?;
+    profiled(s, &format!("aug + reverse, n = {n}"), &mut || rev(make()?))?;
     Ok(())
 }
 
@@ -304,221 +313,227 @@ fn seed(s: &Arc<CudaStream>) -> R<()> {
     let mut dx = vec![0.0f32; n];
     let (mut d, mut dd) = (s.alloc_zeros::<f32>(n)?, s.alloc_zeros::<f32>(n)?);
     let (mut h, mut dh) = (vec![0.0f32; n], vec![0.5f32; n]);
-    let bare = per_call(s, || {
-        s.memcpy_htod(&x, &mut d)?;
-        s.memcpy_dtoh(&d, &mut h)?;
+    // The same on device memory: x and h device buffers, two device copies.
+    let (xd, mut dxd) = (random(s, n, 5)?, s.alloc_zeros::<f32>(n)?);
+    let (mut hd, mut dhd) = (s.alloc_zeros::<f32>(n)?, random(s, n, 6)?);
+    let (mut e, mut de) = (s.alloc_zeros::<f32>(n)?, s.alloc_zeros::<f32>(n)?);
+    let bufs = RefCell::new((&mut d, &mut dd, &mut h, &mut dh, &mut dx));
+    let dev = RefCell::new((&mut e, &mut de, &mut hd, &mut dhd, &mut dxd));
+    let mut bare = || {
+        let (d, _, h, _, _) = &mut *bufs.borrow_mut();
+        s.memcpy_htod(&x, &mut **d)?;
+        s.memcpy_dtoh(&**d, &mut h[..])?;
         Ok(())
-    })?;
+    };
     let mut trip = || -> R<()> {
+        let (d, dd, h, dh, dx) = &mut *bufs.borrow_mut();
         let t1 = upload_rule(s).augmented_primal(
-            Duplicated::new(&mut d, &mut dd),
+            Duplicated::new(&mut **d, &mut **dd),
             Duplicated::new(&x[..], &mut dx[..]),
         )?;
         let t2 = download_rule(s).augmented_primal(
             Duplicated::new(&mut h[..], &mut dh[..]),
-            Duplicated::new(&d, &mut dd),
+            Duplicated::new(&**d, &mut **dd),
         )?;
         download_rule(s).reverse(
             t2,
             Duplicated::new(&mut h[..], &mut dh[..]),
-            Duplicated::new(&d, &mut dd),
+            Duplicated::new(&**d, &mut **dd),
         )?;
         upload_rule(s).reverse(
             t1,
-            Duplicated::new(&mut d, &mut dd),
+            Duplicated::new(&mut **d, &mut **dd),
             Duplicated::new(&x[..], &mut dx[..]),
         )?;
         Ok(())
     };
-    let rules = per_call(s, &mut trip)?;
-    row("seed round trip, pageable", "3", rules, bare, "htod + dtoh");
-    profiled(s, "seed round trip, pageable, n = 3", &mut trip)?;
-
-    // The same on device memory: x and h device buffers, two device copies.
-    let xd = random(s, n, 5)?;
-    let mut dxd = s.alloc_zeros::<f32>(n)?;
-    let (mut hd, mut dhd) = (s.alloc_zeros::<f32>(n)?, random(s, n, 6)?);
-    let bare = per_call(s, || {
-        s.memcpy_dtod(&xd, &mut d)?;
-        s.memcpy_dtod(&d, &mut hd)?;
+    let mut bare_dev = || {
+        let (e, _, hd, _, _) = &mut *dev.borrow_mut();
+        s.memcpy_dtod(&xd, &mut **e)?;
+        s.memcpy_dtod(&**e, &mut **hd)?;
         Ok(())
-    })?;
-    let mut trip = || -> R<()> {
+    };
+    let mut trip_dev = || -> R<()> {
+        let (e, de, hd, dhd, dxd) = &mut *dev.borrow_mut();
         let t1 = d2d_rule(s).augmented_primal(
-            Duplicated::new(&mut d, &mut dd),
-            Duplicated::new(&xd, &mut dxd),
+            Duplicated::new(&mut **e, &mut **de),
+            Duplicated::new(&xd, &mut **dxd),
         )?;
         let t2 = d2d_rule(s).augmented_primal(
-            Duplicated::new(&mut hd, &mut dhd),
-            Duplicated::new(&d, &mut dd),
+            Duplicated::new(&mut **hd, &mut **dhd),
+            Duplicated::new(&**e, &mut **de),
         )?;
         d2d_rule(s).reverse(
             t2,
-            Duplicated::new(&mut hd, &mut dhd),
-            Duplicated::new(&d, &mut dd),
+            Duplicated::new(&mut **hd, &mut **dhd),
+            Duplicated::new(&**e, &mut **de),
         )?;
         d2d_rule(s).reverse(
             t1,
-            Duplicated::new(&mut d, &mut dd),
-            Duplicated::new(&xd, &mut dxd),
+            Duplicated::new(&mut **e, &mut **de),
+            Duplicated::new(&xd, &mut **dxd),
         )?;
         Ok(())
     };
-    let rules = per_call(s, &mut trip)?;
-    row(
-        "seed round trip, device",
-        "3",
-        rules,
-        bare,
-        "2× memcpy_dtod",
-    );
-    profiled(s, "seed round trip, device, n = 3", &mut trip)?;
+    let m = medians(&mut [
+        &mut || once(s, &mut bare),
+        &mut || once(s, &mut trip),
+        &mut || once(s, &mut bare_dev),
+        &mut || once(s, &mut trip_dev),
+    ])?;
+    row("seed round trip, pageable", "3", m[1], m[0], "htod + dtoh");
+    row("seed round trip, device", "3", m[3], m[2], "2× memcpy_dtod");
+    profiled(s, "seed round trip, pageable, n = 3", &mut trip)?;
+    profiled(s, "seed round trip, device, n = 3", &mut trip_dev)?;
     Ok(())
 }
 
 /// Region rules on a 4 × 4 box (pitch 8 elements) of device memory.
 fn regions(s: &Arc<CudaStream>) -> R<()> {
     let (w, h, pitch) = (4usize, 4usize, 32usize);
-    let n = 8 * h;
-    let x = random(s, n, 7)?;
-    let mut dx = random(s, n, 8)?;
-    let mut y = random(s, n, 9)?;
-    let mut dy = random(s, n, 10)?;
-    let launch = per_call(s, || Ok(empty_launch(s)?))?;
-
-    let bare = per_call(s, || Ok(copy2d(s, &mut y, &x, pitch, pitch, w, h)?))?;
-    let rule = || copy2d_rule(s, pitch, pitch, w, h);
-    let fwd = per_call(s, || {
-        Ok(rule().forward(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
-    let aug = per_call(s, || {
-        rule().augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
+    let b = Four::new(s, 8 * h, 7)?;
+    let mut launch = || Ok(empty_launch(s)?);
+    let copy = || copy2d_rule(s, pitch, pitch, w, h);
+    let mut bare_copy = || {
+        let Four { x, y, .. } = &mut *b.borrow_mut();
+        Ok(copy2d(s, y, x, pitch, pitch, w, h)?)
+    };
+    let mut copy_fwd = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(copy().forward(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let mut copy_aug = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        copy().augmented_primal(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?;
         Ok(())
-    })?;
-    let pair = per_call(s, || {
-        let t = rule().augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
-        Ok(rule().reverse(
-            t,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
+    };
+    let mut copy_make = || {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(copy().augmented_primal(Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let mut copy_rev = |t| {
+        let Four { x, dx, y, dy } = &mut *b.borrow_mut();
+        Ok(copy().reverse(t, Duplicated::new(y, dy), Duplicated::new(&*x, dx))?)
+    };
+    let set = || memset2d_rule(s, pitch, w, h);
+    let mut bare_set = || Ok(memset2d(s, &mut b.borrow_mut().y, pitch, w, h)?);
+    let mut set_fwd = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        Ok(set().forward(Duplicated::new(y, dy))?)
+    };
+    let mut set_aug = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        set().augmented_primal(Duplicated::new(y, dy))?;
+        Ok(())
+    };
+    let mut set_make = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        Ok(set().augmented_primal(Duplicated::new(y, dy))?)
+    };
+    let mut set_rev = |t| {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        Ok(set().reverse(t, Duplicated::new(y, dy))?)
+    };
+    let fill = || fill2d_rule(s, pitch, w, h);
+    let mut bare_fill = || Ok(fill2d(s, &mut b.borrow_mut().y, 1.5, pitch, w, h)?);
+    let mut fill_fwd = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        Ok(fill().forward(Duplicated::new(y, dy), Const(1.5f32))?)
+    };
+    let mut fill_aug = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        fill().augmented_primal(Duplicated::new(y, dy), Const(1.5f32))?;
+        Ok(())
+    };
+    let mut fill_make = || {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        Ok(fill().augmented_primal(Duplicated::new(y, dy), Const(1.5f32))?)
+    };
+    let mut fill_rev = |t| {
+        let Four { y, dy, .. } = &mut *b.borrow_mut();
+        fill().reverse(t, Duplicated::new(y, dy), Const(1.5f32))?;
+        Ok(())
+    };
+    let m = medians(&mut [
+        &mut || once(s, &mut launch),
+        &mut || once(s, &mut bare_copy),
+        &mut || once(s, &mut copy_fwd),
+        &mut || once(s, &mut copy_aug),
+        &mut || once_reverse(s, &mut copy_make, &mut copy_rev),
+        &mut || once(s, &mut bare_set),
+        &mut || once(s, &mut set_fwd),
+        &mut || once(s, &mut set_aug),
+        &mut || once_reverse(s, &mut set_make, &mut set_rev),
+        &mut || once(s, &mut bare_fill),
+        &mut || once(s, &mut fill_fwd),
+        &mut || once(s, &mut fill_aug),
+        &mut || once_reverse(s, &mut fill_make, &mut fill_rev),
+    ])?;
+    let launch = m[0];
+    let bx = "4×4";
+    row("copy2d forward", bx, m[2], 2.0 * m[1], "2× cuMemcpy2DAsync");
+    row("copy2d augmented_primal", bx, m[3], m[1], "cuMemcpy2DAsync");
     row(
-        "copy2d forward",
-        "4×4",
-        fwd,
-        2.0 * bare,
-        "2× cuMemcpy2DAsync",
-    );
-    row(
-        "copy2d augmented_primal",
-        "4×4",
-        aug,
-        bare,
-        "cuMemcpy2DAsync",
-    );
-    row(
-        "copy2d reverse (aug + rev − aug)",
-        "4×4",
-        pair - aug,
+        "copy2d reverse (1 launch)",
+        bx,
+        m[4],
         launch,
         "empty launch",
     );
-    profiled(s, "copy2d aug + reverse, 4×4", || {
-        let t = rule().augmented_primal(
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?;
-        Ok(rule().reverse(
-            t,
-            Duplicated::new(&mut y, &mut dy),
-            Duplicated::new(&x, &mut dx),
-        )?)
-    })?;
-
-    let bare = per_call(s, || Ok(memset2d(s, &mut y, pitch, w, h)?))?;
-    let rule = || memset2d_rule(s, pitch, w, h);
-    let fwd = per_call(s, || Ok(rule().forward(Duplicated::new(&mut y, &mut dy))?))?;
-    let aug = per_call(s, || {
-        rule().augmented_primal(Duplicated::new(&mut y, &mut dy))?;
-        Ok(())
-    })?;
-    let pair = per_call(s, || {
-        let t = rule().augmented_primal(Duplicated::new(&mut y, &mut dy))?;
-        Ok(rule().reverse(t, Duplicated::new(&mut y, &mut dy))?)
-    })?;
     row(
         "memset2d forward",
-        "4×4",
-        fwd,
-        2.0 * bare,
+        bx,
+        m[6],
+        2.0 * m[5],
         "2× cuMemsetD2D32Async",
     );
     row(
         "memset2d augmented_primal",
-        "4×4",
-        aug,
-        bare,
+        bx,
+        m[7],
+        m[5],
         "cuMemsetD2D32Async",
     );
     row(
-        "memset2d reverse (aug + rev − aug)",
-        "4×4",
-        pair - aug,
-        bare,
+        "memset2d reverse (zero the box)",
+        bx,
+        m[8],
+        m[5],
         "cuMemsetD2D32Async",
     );
-
-    let bare = per_call(s, || Ok(fill2d(s, &mut y, 1.5, pitch, w, h)?))?;
-    let rule = || fill2d_rule(s, pitch, w, h);
-    let fwd = per_call(s, || {
-        Ok(rule().forward(Duplicated::new(&mut y, &mut dy), Const(1.5f32))?)
-    })?;
-    let aug = per_call(s, || {
-        rule().augmented_primal(Duplicated::new(&mut y, &mut dy), Const(1.5f32))?;
-        Ok(())
-    })?;
-    let pair = per_call(s, || {
-        let t = rule().augmented_primal(Duplicated::new(&mut y, &mut dy), Const(1.5f32))?;
-        rule().reverse(t, Duplicated::new(&mut y, &mut dy), Const(1.5f32))?;
-        Ok(())
-    })?;
     row(
         "fill2d forward (Const value)",
-        "4×4",
-        fwd,
-        2.0 * bare,
+        bx,
+        m[10],
+        2.0 * m[9],
         "2× cuMemsetD2D32Async",
     );
     row(
         "fill2d augmented_primal",
-        "4×4",
-        aug,
-        bare,
+        bx,
+        m[11],
+        m[9],
         "cuMemsetD2D32Async",
     );
     row(
-        "fill2d reverse (aug + rev − aug)",
-        "4×4",
-        pair - aug,
-        bare,
+        "fill2d reverse (zero the box)",
+        bx,
+        m[12],
+        m[9],
         "cuMemsetD2D32Async",
     );
-    profiled(s, "fill2d aug + reverse, 4×4", || {
-        let t = rule().augmented_primal(Duplicated::new(&mut y, &mut dy), Const(1.5f32))?;
-        rule().reverse(t, Duplicated::new(&mut y, &mut dy), Const(1.5f32))?;
-        Ok(())
+    profiled(s, "copy2d aug + reverse, 4×4", &mut || {
+        copy_rev(copy_make()?)
+    })?;
+    profiled(s, "fill2d aug + reverse, 4×4", &mut || {
+        fill_rev(fill_make()?)
     })?;
     Ok(())
+}
+
+/// The median over `REPS` repetitions of [`once`] of `f`.
+fn per_call(s: &CudaStream, mut f: impl FnMut() -> R<()>) -> R<f64> {
+    Ok(medians(&mut [&mut || once(s, &mut f)])?[0])
 }
 
 /// The single driver calls that the rules' steps are made of, each on its own.
@@ -566,7 +581,7 @@ fn pieces(s: &Arc<CudaStream>) -> R<()> {
         ("cuStreamIsCapturing", capture),
         ("cuStreamWaitEvent (CudaStream::wait)", wait),
         ("cuEventRecord", record),
-        ("CudaSlice::device_ptr + guard (event tracking on)", ptr),
+        ("CudaSlice::device_ptr + guard", ptr),
         ("CudaSlice::device_ptr_mut + guard", ptr_mut),
         ("ShadowRead::region of a CudaSlice", region),
         ("format! of a lane's name", name),
@@ -580,16 +595,26 @@ fn pieces(s: &Arc<CudaStream>) -> R<()> {
 
 /// One case of the first call in a fresh process; prints a table row.
 fn first(case: &str, reserve: bool) -> R<()> {
+    // Where a program's first moments go: the driver's start (`cuInit`, in the device count), the
+    // context, the runtime's kernels (module load), then the first calls.
     let t0 = Instant::now();
-    let ctx = rules_runtime::cuda::context(0)?;
+    rules_runtime::cuda::device_count()?;
+    let t_init = t0.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
+    let ctx = rules_runtime::cudarc::driver::CudaContext::new(0)?;
     let t_ctx = t0.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
+    rules_runtime::cuda::prepare(&ctx)?;
+    let t_module = t0.elapsed().as_secs_f64() * 1e3;
     let s = ctx.new_stream()?;
     let big = case.starts_with("pageable");
     let n = if big { 1 << 26 } else { 3 };
     let t1 = Instant::now();
-    if reserve {
-        reserve_up_front(&s, n * 4)?;
-    }
+    let what = if reserve {
+        reserve_up_front(&s, n * 4)?
+    } else {
+        String::new()
+    };
     let t_reserve = t1.elapsed().as_secs_f64() * 1e3;
     let timed = |f: &mut dyn FnMut() -> R<()>| -> R<f64> {
         let t = Instant::now();
@@ -707,7 +732,7 @@ fn first(case: &str, reserve: bool) -> R<()> {
         }
     }
     println!(
-        "| {case} | {} | {t_ctx:.1} | {t_reserve:.1} | {copy_first:.3} | {copy_steady:.3} | {rev_first:.3} | {rev_steady:.3} | {:.2} |",
+        "| {case} | {} | {t_init:.1} | {t_ctx:.1} | {t_module:.1} | {t_reserve:.1}{what} | {copy_first:.3} | {copy_steady:.3} | {rev_first:.3} | {rev_steady:.3} | {:.2} |",
         if reserve { "yes" } else { "no" },
         rev_first / rev_steady
     );
@@ -729,9 +754,14 @@ fn median_ms(k: usize, f: &mut dyn FnMut() -> R<()>) -> R<f64> {
     Ok(t[k / 2])
 }
 
-/// What a program calls up front to pay the first call's costs (none before issue 22).
-fn reserve_up_front(_s: &Arc<CudaStream>, _bytes: usize) -> R<()> {
-    Ok(())
+/// What a program calls up front to pay the first call's costs (`cuda::reserve`, issue 22).
+fn reserve_up_front(s: &Arc<CudaStream>, bytes: usize) -> R<String> {
+    let r = rules_runtime::cuda::reserve(s, bytes)?;
+    Ok(format!(
+        " ({:.1} MiB pinned, {} threads)",
+        (r.small_pinned_bytes + r.pipeline_pinned_bytes) as f64 / (1 << 20) as f64,
+        r.host_threads
+    ))
 }
 
 fn main() -> R<()> {
@@ -740,35 +770,52 @@ fn main() -> R<()> {
         let reserve = args.iter().any(|a| a == "--reserve");
         return first(&args[i + 1], reserve);
     }
-    let s = match rules_runtime::cuda::stream(0) {
-        Ok(s) => s,
+    let ctx = match rules_runtime::cuda::context(0) {
+        Ok(c) => c,
         Err(e) => {
             println!("overhead bench skipped: no usable GPU ({e})");
             return Ok(());
         }
     };
     println!(
-        "# host µs per call, f32, {CALLS} calls after {WARM}, stream synchronised at the end, median of {REPS}{}",
+        "# host µs per call, f32, {CALLS} calls after {WARM}, stream synchronised at the end, median of {REPS} interleaved repetitions{}",
         if cfg!(feature = "probe") {
             " (probe build: the steps time themselves)"
         } else {
             ""
         }
     );
-    println!("\n| call | n | rule µs | bare µs | rule − bare | rule / bare |");
-    println!("|---|---|---|---|---|---|");
-    for n in [1usize, 256, 4096, 65536] {
-        copies(&s, n)?;
+    // First with the context's one stream (cudarc orders buffers by events only once a context
+    // has several streams), then on a second stream, as `cuda::stream` gives (event tracking on).
+    for (mode, s) in [
+        (
+            "the default stream, the context's only one (cudarc's event tracking idle)",
+            None,
+        ),
+        (
+            "a second stream (`cuda::stream`: cudarc's event tracking on)",
+            Some(()),
+        ),
+    ] {
+        let s = match s {
+            None => ctx.default_stream(),
+            Some(()) => ctx.new_stream()?,
+        };
+        println!("\n### {mode}\n");
+        println!("| call | n | rule µs | bare µs | rule − bare | rule / bare |");
+        println!("|---|---|---|---|---|---|");
+        for n in [1usize, 256, 4096, 65536] {
+            copies(&s, n)?;
+        }
+        seed(&s)?;
+        regions(&s)?;
+        pieces(&s)?;
     }
-    seed(&s)?;
-    regions(&s)?;
-    pieces(&s)?;
-    drop(s);
     // The first call, each case in a fresh process.
     println!(
-        "\n| first call: case | reserved | context ms | reserve ms | copy first ms | copy steady ms | rule first ms | rule steady ms | first / steady |"
+        "\n| first call: case | reserved | cuInit ms | context ms | module ms | reserve ms | copy first ms | copy steady ms | rule first ms | rule steady ms | first / steady |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let me = std::env::current_exe()?;
     for case in ["seed3", "pageable-d2h", "pageable-h2d"] {
         for reserve in [false, true] {

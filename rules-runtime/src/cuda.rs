@@ -61,6 +61,59 @@ pub fn prepare(ctx: &Arc<CudaContext>) -> Result<()> {
     crate::device::pool::kernels(ctx).map(drop)
 }
 
+/// What [`reserve`] holds ready on a stream's context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserved {
+    /// Page-locked bytes pooled for staging operands below 8 MiB (two buffers).
+    pub small_pinned_bytes: usize,
+    /// Page-locked bytes pooled for the pipelines of operands from 8 MiB (0 below).
+    pub pipeline_pinned_bytes: usize,
+    /// Threads of the host's pool, started.
+    pub host_threads: usize,
+}
+
+/// Pays up front, on `stream`'s context, what the first shadow operations there would otherwise
+/// pay inside a call: the kernels' module load ([`prepare`]), the start of the host's threads, the
+/// page-locked staging buffers that reverses through host memory lease from the runtime's pool,
+/// and the first launch on `stream`. Call it once per context (or again with a larger `bytes`),
+/// before the first rule call you time or that a deadline covers; every call after it finds what
+/// it needs in the pool.
+///
+/// `bytes` is the largest shadow, in bytes, that a rule will stage through host memory (a reverse
+/// between pageable host memory and device memory, a region rule on host memory). What is
+/// pooled, allocated only if the pool does not hold it already:
+/// - two page-locked buffers of `min(bytes, 8 MiB)` (rounded up to a power of two), for the
+///   staging of small operands;
+/// - from `bytes` ≥ 8 MiB, one page-locked buffer of 64 MiB, the slots of the pipelines that move
+///   large operands chunk by chunk.
+///
+/// So at most 80 MiB of page-locked host memory, held until the context is released (see
+/// `docs/performance.md`, "the first call"). Enqueues one empty kernel on `stream`; waits for
+/// nothing. Without it, the same costs are paid by the first call that needs each (measured on
+/// the H200: a first reverse of a 256 MiB pageable shadow took 3.4–5.7× its steady state).
+pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
+    use crate::device::pipeline::{MIN_BYTES, PIPELINE_BYTES};
+    use crate::device::pool::{self, Memory};
+    require_driver()?;
+    let ctx = stream.context();
+    prepare(ctx)?;
+    rayon::broadcast(|_| ());
+    let small = bytes.clamp(1, MIN_BYTES);
+    let small_pinned_bytes = pool::reserve(ctx, Memory::PinnedHost, small, 2)?;
+    let pipeline_pinned_bytes = if bytes >= MIN_BYTES {
+        pool::reserve(ctx, Memory::PinnedHost, PIPELINE_BYTES, 1)?
+    } else {
+        0
+    };
+    // The first launch on a stream costs more than the next ones.
+    crate::device::kernels::empty_launch(stream)?;
+    Ok(Reserved {
+        small_pinned_bytes,
+        pipeline_pinned_bytes,
+        host_threads: rayon::current_num_threads(),
+    })
+}
+
 /// How many CUDA devices this process sees: [`Error::NoDriver`] without a driver; 0 when the
 /// driver loads but finds no device (a container without a GPU, `CUDA_VISIBLE_DEVICES=""`).
 pub fn device_count() -> Result<usize> {

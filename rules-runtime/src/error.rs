@@ -385,6 +385,24 @@ pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) 
     }
 }
 
+/// As [`check_len`], with the name made only on a mismatch: a call's success path formats no
+/// `String` (issue 22: the names of a call's lanes cost more than its length checks).
+pub(crate) fn check_len_with(
+    what: impl FnOnce() -> String,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: what(),
+            expected,
+            found,
+        })
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 

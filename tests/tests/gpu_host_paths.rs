@@ -395,3 +395,40 @@ fn large_device_zero_is_exact_on_whole_buffers_and_odd_views() {
         "nothing outside the f16 view"
     );
 }
+
+/// `cuda::reserve` pools the staging that reverses through pageable memory lease (issue 22): after
+/// it, such reverses, small and pipelined, both ways, allocate nothing more, and their sums are
+/// exact.
+#[test]
+#[ignore = "needs a GPU"]
+fn after_reserve_staged_reverses_allocate_no_staging() {
+    let _one = serial();
+    let s = gpu();
+    let on = On::stream(&s);
+    let big = 4 << 20; // 16 MiB of f32: the pipelines' route
+    let r = rules_runtime::cuda::reserve(&s, big * 4).unwrap();
+    assert!(r.pipeline_pinned_bytes >= 48 << 20, "{r:?}");
+    assert!(r.small_pinned_bytes >= 2 * (8 << 20), "{r:?}");
+    assert!(r.host_threads >= 1, "{r:?}");
+    // (contexts, buffers, bytes): the buffers and their bytes must not grow.
+    let (_, buffers, bytes) = rules_runtime::testing::cache_held(s.context());
+    for n in [3, 1000, big] {
+        let (a, b) = (ramp::<f32>(n, 1.0), ramp::<f32>(n, -3.0));
+        let mut host = a.clone();
+        let mut dev = s.clone_htod(&b).unwrap();
+        // Device += host (staged in), host zeroed; then host += device (staged out), device
+        // zeroed.
+        accumulate_and_zero(on, &mut dev, &mut host[..]).unwrap();
+        assert!(zeroed(&host), "n = {n}: the host source is zeroed");
+        accumulate_and_zero(on, &mut host[..], &mut dev).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(host, add(&a, &b), "n = {n}");
+        assert!(zeroed(&s.clone_dtoh(&dev).unwrap()), "n = {n}");
+    }
+    let (_, after, after_bytes) = rules_runtime::testing::cache_held(s.context());
+    assert_eq!(
+        (after, after_bytes),
+        (buffers, bytes),
+        "no staging buffer was allocated after the reserve"
+    );
+}

@@ -24,6 +24,13 @@ pub(crate) const MIN_BYTES: usize = 8 << 20;
 /// Bytes per chunk: a multiple of every element size.
 const CHUNK_BYTES: usize = 16 << 20;
 
+/// The page-locked bytes the largest pipeline leases at once (`stage_in`'s three slots, `stage_out`'s
+/// two): what [`crate::cuda::reserve`] pools for operands from [`MIN_BYTES`].
+pub(crate) const PIPELINE_BYTES: usize = {
+    let (a, b) = (3 * CHUNK_BYTES, 2 * OUT_CHUNK_BYTES);
+    if a > b { a } else { b }
+};
+
 /// Bytes per chunk of [`stage_out`], whose host share (an add: two reads and a write per element)
 /// is the heavier one: larger chunks amortise the per-chunk wait.
 const OUT_CHUNK_BYTES: usize = 32 << 20;

@@ -27,7 +27,7 @@
 use crate::cuda::driver;
 use crate::error::Result;
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 mod lease;
 
@@ -64,7 +64,6 @@ pub(crate) struct Kernels {
     pub(crate) fused: [sys::CUfunction; 4],
     /// `zero_streaming`.
     pub(crate) zero_streaming: sys::CUfunction,
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) empty: sys::CUfunction,
     /// `region_accumulate_*` (scalar) and `region_accumulate_v_*` (16-byte vectors), indexed
     /// like [`super::kernels::REALS`].
@@ -309,6 +308,27 @@ impl Drop for CurrentContext {
 /// into one context at once each load a module; the first stored is used, the other stays in the
 /// context until it is destroyed.
 pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Kernels> {
+    // Every launch asks: the last context this thread asked for answers without the lock.
+    let same = |(w, _): &&(Weak<CudaContext>, Kernels)| core::ptr::eq(w.as_ptr(), Arc::as_ptr(ctx));
+    if let Some(k) = LAST_KERNELS.with(|l| l.borrow().as_ref().filter(same).map(|(_, k)| *k)) {
+        return Ok(k);
+    }
+    let k = kernels_locked(ctx)?;
+    LAST_KERNELS.with(|l| *l.borrow_mut() = Some((Arc::downgrade(ctx), k)));
+    Ok(k)
+}
+
+thread_local! {
+    /// The context object this thread last launched on, and its kernels. The `Weak` keeps the
+    /// object's allocation, so no other context object can be at its address meanwhile: an `Arc`
+    /// at that address is this object, alive, and its module (never unloaded while the context
+    /// lives) holds these functions.
+    static LAST_KERNELS: core::cell::RefCell<Option<(Weak<CudaContext>, Kernels)>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// [`kernels`] through the cache's entry.
+fn kernels_locked(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     if let Some(k) = entry(&mut entries(), ctx).kernels {
         return Ok(k);
     }
@@ -318,6 +338,29 @@ pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     };
     let mut all = entries();
     Ok(*entry(&mut all, ctx).kernels.get_or_insert(loaded))
+}
+
+/// Makes `ctx`'s pool hold at least `count` idle buffers of `memory` of at least `bytes` each,
+/// allocating the missing ones (sized as a lease would size them). Returns the bytes of such
+/// buffers the pool holds. Buffers leased at the moment are not counted.
+pub(crate) fn reserve(
+    ctx: &Arc<CudaContext>,
+    memory: Memory,
+    bytes: usize,
+    count: usize,
+) -> Result<usize> {
+    let _current = CurrentContext::save();
+    let mut all = entries();
+    let e = entry(&mut all, ctx);
+    let fits = |b: &Buffer| b.memory == memory && b.bytes >= bytes;
+    let have = e.free.iter().filter(|b| fits(b)).count();
+    if have < count {
+        e.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        for _ in have..count {
+            e.free.push(lease::alloc(memory, lease::sized(bytes))?);
+        }
+    }
+    Ok(e.free.iter().filter(|b| fits(b)).map(|b| b.bytes).sum())
 }
 
 /// The raw stream `which` of `ctx`'s entry, created on first use.

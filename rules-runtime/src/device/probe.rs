@@ -58,4 +58,5 @@ mod imp {
     }
 }
 
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub(crate) use imp::{span, take};

@@ -79,8 +79,15 @@ where
     Ok(())
 }
 
-/// `acc` device-reachable, the source host-only: the source is copied into pooled device memory,
-/// added by the accumulate kernel, and (for `Take`) zeroed by the host once the copy has read it.
+/// `acc` device-reachable, the source host-only: the host copies the source into pooled
+/// page-locked memory, which the accumulate kernel reads in place, and (for `Take`) then zeroes
+/// the source.
+///
+/// The host reads and zeroes the source only once the stream's earlier work is done (a host
+/// slice may be page-locked memory that an earlier asynchronous copy still reads or writes). No
+/// work enqueued here reads the source (the kernel reads the staged copy), so the zeroing does
+/// not wait for the kernel: the one wait is before the host's read, on a stream that has usually
+/// nothing left to do (issue 22: waiting after the launch cost a kernel's whole latency).
 pub(super) fn stage_in<A, B>(
     s: &CudaStream,
     op: Op,
@@ -106,7 +113,10 @@ where
             pipeline::stage_in(s, &mut a, h)?;
         } else {
             // The source is copied by the host into pooled page-locked memory, which the kernel
-            // reads in place: nothing reads the borrowed `h` once this returns.
+            // reads in place: nothing reads the borrowed `h` once this returns. (The pipeline
+            // above waits for the stream itself before its first read.)
+            s.synchronize()
+                .map_err(driver("cuStreamSynchronize (host source staging)"))?;
             let lease = crate::device::probe::span("stage_in: Lease::pinned_copy_of");
             let stage = Lease::pinned_copy_of(h, s)?;
             drop(lease);
@@ -114,10 +124,8 @@ where
         }
     }
     if let Source::Take(b) = src {
-        let _p = crate::device::probe::span("stage_in: synchronize + host zero");
-        // The copy may still be reading a page-locked source: wait for it, then zero.
-        s.synchronize()
-            .map_err(driver("cuStreamSynchronize (host source zeroing)"))?;
+        let _p = crate::device::probe::span("stage_in: host zero");
+        // Read by the host only (above), after the stream's earlier work: zeroed now.
         par::zero(host_of_mut(op, b, n)?);
     }
     Ok(())

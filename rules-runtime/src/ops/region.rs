@@ -130,6 +130,22 @@ where
         return super::array::pair(on, op, acc, ra, src, rb);
     }
     let size = size_of::<A::Elem>();
+    let (acc_kind, src_kind) = (acc.kind(), b.kind());
+    let no_address = || no_address(op, acc_kind, src_kind);
+    let route = route(on, op, &*acc, Some(b))?;
+    // The reverse of a region copy on the device route: the launch judges the two boxes on the
+    // views it launches with (a partial overlap refused, the same box left as it is) before it
+    // writes, so the buffers' regions are not asked for here: for a cudarc buffer that would cost
+    // its event waits a second time (issue 22).
+    let (route, src) = match (route, src) {
+        (Route::Device { stream } | Route::TakePinned { stream }, Source::Take(b)) => {
+            let mut b = DevMut::of(b, &stream).ok_or_else(no_address)?;
+            let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
+            return boxes::accumulate_and_zero(&stream, (&mut a, &ra), (&mut b, &rb));
+        }
+        other => other,
+    };
+    let b = src.get().ok_or_else(no_address)?;
     let (ga, gb) = (acc.region(), b.region());
     let same = match relation(&ra, size, (ga.start, sa), (gb.start, sb)) {
         Overlap::Partial => {
@@ -150,9 +166,7 @@ where
         return Ok(());
     }
     let buffers_overlap = ga.relation(gb) != Overlap::Disjoint;
-    let (acc_kind, src_kind) = (acc.kind(), b.kind());
-    let no_address = || no_address(op, acc_kind, src_kind);
-    match route(on, op, &*acc, Some(b))? {
+    match route {
         Route::Nothing => Ok(()),
         Route::Host { after } => {
             sync(after.as_deref())?;
@@ -170,19 +184,16 @@ where
                 let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
                 boxes::accumulate(&stream, (&mut a, &ra), (&b, &rb))
             }
-            Source::Take(b) => {
-                let mut b = DevMut::of(b, &stream).ok_or_else(no_address)?;
-                let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;
-                boxes::accumulate_and_zero(&stream, (&mut a, &ra), (&mut b, &rb))
-            }
-            Source::None => Err(no_address()),
+            // Taken above.
+            Source::Take(_) | Source::None => Err(no_address()),
         },
         Route::StageIn { stream } => {
-            // A device-reachable accumulator, a host-only source: the host packs the source's box
-            // into pooled page-locked memory (nothing reads the borrowed source once this
-            // returns), the region kernel adds it in place, then the host zeroes the source's box
-            // once the stream is done with it.
+            // A device-reachable accumulator, a host-only source: once the stream's earlier work
+            // is done, the host packs the source's box into pooled page-locked memory, which the
+            // region kernel adds in place; nothing enqueued here reads the source, so the host
+            // then zeroes its box at once (no wait for the kernel).
             let n = ra.elements();
+            sync(Some(&stream))?;
             let mut packed = Vec::with_capacity(n);
             for_each_row(b, &rb, |row| packed.extend_from_slice(row))?;
             let stage = Lease::pinned_copy_of(&packed, &stream)?;
@@ -193,7 +204,6 @@ where
                 boxes::accumulate(&stream, (&mut a, &ra), (&stage.view(n)?, &dense))?;
             }
             if let Source::Take(b) = src {
-                sync(Some(&stream))?;
                 for_each_row_mut(b, &rb, |row| row.fill(A::Elem::zero()))?;
             }
             drop(stage);

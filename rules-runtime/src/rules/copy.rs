@@ -131,11 +131,11 @@ impl Call {
     ///
     /// Returns how the primals relate.
     fn check(&self) -> Result<Overlap> {
-        let primals = check_overlap("the primal `dst` and `src`", self.dst, self.src)?;
+        let primals = check_overlap(|| "the primal `dst` and `src`".into(), self.dst, self.src)?;
         let names = |k: usize| [lane_name("dst", k), lane_name("src", k)];
         for (k, (d, s)) in self.lanes.iter().enumerate() {
             if let (Some(d), Some(s)) = (d, s) {
-                check_overlap(&format!("the shadows of lane {k}"), *d, *s)?;
+                check_overlap(|| format!("the shadows of lane {k}"), *d, *s)?;
             }
             for (i, shadow) in [d, s].into_iter().enumerate() {
                 let Some(shadow) = shadow else { continue };
@@ -183,9 +183,10 @@ impl Call {
     }
 }
 
-fn check_overlap(what: &str, d: Region, s: Region) -> Result<Overlap> {
+/// How `d` and `s` relate; a partial overlap is an error naming `what` (made only then).
+fn check_overlap(what: impl FnOnce() -> String, d: Region, s: Region) -> Result<Overlap> {
     match d.relation(s) {
-        Overlap::Partial => Err(Error::partial_overlap(what, d, s)),
+        Overlap::Partial => Err(Error::partial_overlap(what(), d, s)),
         o => Ok(o),
     }
 }

@@ -156,7 +156,7 @@ fn take(ctx: &Arc<CudaContext>, memory: Memory, bytes: usize) -> Result<Buffer> 
 }
 
 /// The size a new pooled buffer of at least `bytes` gets.
-fn sized(bytes: usize) -> usize {
+pub(super) fn sized(bytes: usize) -> usize {
     bytes.max(1).checked_next_power_of_two().unwrap_or(bytes)
 }
 

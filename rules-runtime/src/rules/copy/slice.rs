@@ -4,7 +4,7 @@
 use super::{Call, CopyTape, PrimalOutcome, lane_name, plan_lanes};
 use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::device::probe;
-use crate::error::{Result, check_len};
+use crate::error::{Result, check_len, check_len_with};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::ops::{On, Source, refuse_call_in_capture};
 
@@ -27,11 +27,11 @@ where
     for k in 0..D::WIDTH.max(S::WIDTH) {
         let (dd, ds) = (dst.lane(k), src.lane(k));
         if let Some(dd) = dd {
-            check_len(lane_name("dst", k), n, dd.len())?;
+            check_len_with(|| lane_name("dst", k), n, dd.len())?;
             host |= dd.kind() == MemoryKind::Host;
         }
         if let Some(ds) = ds {
-            check_len(lane_name("src", k), n, ds.len())?;
+            check_len_with(|| lane_name("src", k), n, ds.len())?;
             host |= ds.kind() == MemoryKind::Host;
         }
         lanes.push((dd.map(ShadowRead::region), ds.map(ShadowRead::region)));

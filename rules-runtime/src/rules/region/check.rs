@@ -4,7 +4,7 @@
 //! fingerprinted for the tape.
 
 use super::{Boxes, Origin, Side};
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result, check_len, check_len_with};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
 use crate::ops::{self, On, Op};
 use crate::region::{Pitched, Strides};
@@ -23,9 +23,28 @@ pub(crate) struct Checked {
     pub(crate) call: u64,
 }
 
+/// The name of a buffer of a call in an error, made only for the error: a call that succeeds
+/// formats no `String` (issue 22).
+#[derive(Clone, Copy, Debug)]
+enum Name {
+    /// A primal (`"the primal `dst`"`).
+    Primal(&'static str),
+    /// The shadow of argument `.0` in lane `.1`.
+    Lane(&'static str, usize),
+}
+
+impl Name {
+    fn text(self) -> String {
+        match self {
+            Name::Primal(s) => s.into(),
+            Name::Lane(arg, k) => format!("the shadow of `{arg}` (lane {k})"),
+        }
+    }
+}
+
 /// A box placed on a buffer, for overlap checks.
 struct Placed {
-    what: String,
+    what: Name,
     /// The CUDA array the box is in (its handle), `None` for linear memory: boxes in different
     /// arrays, or in an array and linear memory, share nothing.
     array: Option<usize>,
@@ -90,17 +109,24 @@ impl Placed {
 /// Places box `r` on `buf`. An array's box must also use the array's layout and fit its extent,
 /// and a shadow array must have its primal's extent (`extent`), whose layout the box was made in.
 fn place<B: ShadowRead + ?Sized>(
-    what: String,
+    what: Name,
     buf: &B,
     r: Pitched,
     extent: Option<(usize, usize, usize)>,
 ) -> Result<Placed> {
-    let s = r.check::<B::Elem>(&what, buf.len())?;
+    // Named only if it fails (every error of `check` is a `BadRegion`).
+    let s = r.check::<B::Elem>("", buf.len()).map_err(|e| match e {
+        Error::BadRegion { why, .. } => Error::BadRegion {
+            what: what.text(),
+            why,
+        },
+        e => e,
+    })?;
     let array = match buf.array() {
         Some(a) => {
             if let Some(e) = extent.filter(|&e| e != a.extent) {
                 return Err(Error::BadRegion {
-                    what,
+                    what: what.text(),
                     why: format!(
                         "its CUDA array is {:?} (width, height, depth) but its primal's is {e:?}: \
                          a shadow has its primal's extent (`CudaArray::shadow_like`)",
@@ -109,7 +135,7 @@ fn place<B: ShadowRead + ?Sized>(
                 });
             }
             if r.elements() > 0 {
-                a.place(&r, &what)?;
+                a.place(&r, &what.text())?;
             }
             Some(a.handle as usize)
         }
@@ -181,12 +207,12 @@ fn packed<T>(shape: Pitched) -> Pitched {
 
 /// Checks that a shadow operation on `buf` can be routed on `on` (a stream for device memory,
 /// the stream's context), without writing anything.
-fn check_route<B: ShadowMemory + ?Sized>(on: On<'_>, what: &str, buf: &B) -> Result<()> {
+fn check_route<B: ShadowMemory + ?Sized>(on: On<'_>, what: Name, buf: &B) -> Result<()> {
     if let (On::Stream(s), Some(c)) = (on, buf.context())
         && c.cu_ctx() != s.context().cu_ctx()
     {
         return Err(Error::ContextMismatch {
-            what: what.to_string(),
+            what: what.text(),
             expected: s.context().ordinal(),
             found: c.ordinal(),
         });
@@ -196,7 +222,8 @@ fn check_route<B: ShadowMemory + ?Sized>(on: On<'_>, what: &str, buf: &B) -> Res
         return match on {
             On::Stream(_) => Ok(()),
             On::Host => Err(Error::NoStream(format!(
-                "{what} is a CUDA array, whose shadow work is ordered on a stream"
+                "{} is a CUDA array, whose shadow work is ordered on a stream",
+                what.text()
             ))),
         };
     }
@@ -266,9 +293,19 @@ where
     let width = dst.width().max(src.map_or(0, Side::width));
     let dst_extent = dst.primal().array().map(|a| a.extent);
     let src_extent = src.and_then(|s| s.primal().array()).map(|a| a.extent);
-    let mut placed = vec![place("the primal `dst`".into(), dst.primal(), rd, None)?];
+    let mut placed = vec![place(
+        Name::Primal("the primal `dst`"),
+        dst.primal(),
+        rd,
+        None,
+    )?];
     if let Some(s) = src {
-        placed.push(place("the primal `src`".into(), s.primal(), rs, None)?);
+        placed.push(place(
+            Name::Primal("the primal `src`"),
+            s.primal(),
+            rs,
+            None,
+        )?);
     }
     let lanes_p = crate::device::probe::span("region check_call: lanes (names, routes, pairs)");
     let mut lanes: Vec<[Option<usize>; 2]> = Vec::with_capacity(width);
@@ -279,16 +316,16 @@ where
     for k in 0..width {
         let mut ix = [None, None];
         if let Some(d) = dst.lane(k) {
-            let what = format!("the shadow of `dst` (lane {k})");
-            check_len(what.clone(), dst_len, d.len())?;
-            check_route(on, &what, d)?;
+            let what = Name::Lane("dst", k);
+            check_len_with(|| what.text(), dst_len, d.len())?;
+            check_route(on, what, d)?;
             ix[0] = Some(placed.len());
             placed.push(place(what, d, rd, dst_extent)?);
         }
         if let (Some(s), Some(len)) = (src.and_then(|s| s.lane(k)), src_len) {
-            let what = format!("the shadow of `src` (lane {k})");
-            check_len(what.clone(), len, s.len())?;
-            check_route(on, &what, s)?;
+            let what = Name::Lane("src", k);
+            check_len_with(|| what.text(), len, s.len())?;
+            check_route(on, what, s)?;
             // The reverse's work between the lane's two shadows: a route must exist for the pair
             // too (not only for each), or a later lane could fail after an earlier one ran.
             if let Some(d) = dst.lane(k) {
@@ -301,7 +338,7 @@ where
     }
     drop(lanes_p);
     if restore {
-        check_route(on, "the primal `dst`", dst.primal())?;
+        check_route(on, Name::Primal("the primal `dst`"), dst.primal())?;
     }
     // What a graph capture cannot record, refused before anything runs (the primal included).
     let mut arrays = false;
@@ -358,7 +395,7 @@ where
                         Region { start, end }
                     };
                     return Err(Error::partial_overlap(
-                        format!("{} and {}", a.what, b.what),
+                        format!("{} and {}", a.what.text(), b.what.text()),
                         r(a),
                         r(b),
                     ));
@@ -366,8 +403,8 @@ where
                 _ => {
                     let ((a0, a1), (b0, b1)) = (a.bytes(size), b.bytes(size));
                     return Err(Error::Aliasing {
-                        what: b.what.clone(),
-                        other: a.what.clone(),
+                        what: b.what.text(),
+                        other: a.what.text(),
                         start: a0.max(b0),
                         end: a1.min(b1),
                     });
