@@ -25,7 +25,14 @@ type R<T> = Result<T, Box<dyn std::error::Error>>;
 
 const CALLS: usize = 4000;
 const WARM: usize = 200;
-const REPS: usize = 7;
+const REPS: usize = 5;
+
+/// `--profile-only` (probe builds): the profiles alone, no tables, no child processes.
+static PROFILE_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn profile_only() -> bool {
+    PROFILE_ONLY.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 // ---- The primitives, as a user writes them --------------------------------------------------
 
@@ -169,6 +176,9 @@ fn once_reverse<T>(
 /// call), the repetitions interleaved (one of each in turn), so that the machine's drift during
 /// the run falls on the bare calls and the rules alike.
 fn medians(rows: &mut [&mut dyn FnMut() -> R<f64>]) -> R<Vec<f64>> {
+    if profile_only() {
+        return Ok(vec![1.0; rows.len()]);
+    }
     let mut t = vec![Vec::with_capacity(REPS); rows.len()];
     for _ in 0..REPS {
         for (i, r) in rows.iter_mut().enumerate() {
@@ -245,6 +255,9 @@ fn profiled(s: &CudaStream, what: &str, f: &mut dyn FnMut() -> R<()>) -> R<()> {
 }
 
 fn row(what: &str, n: &str, us: f64, bare: f64, bare_name: &str) {
+    if profile_only() {
+        return;
+    }
     println!(
         "| {what} | {n} | {us:.2} | {bare_name} {bare:.2} | {:+.2} | {:.2}× |",
         us - bare,
@@ -770,6 +783,10 @@ fn main() -> R<()> {
         let reserve = args.iter().any(|a| a == "--reserve");
         return first(&args[i + 1], reserve);
     }
+    PROFILE_ONLY.store(
+        args.iter().any(|a| a == "--profile-only"),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let ctx = match rules_runtime::cuda::context(0) {
         Ok(c) => c,
         Err(e) => {
@@ -798,6 +815,7 @@ fn main() -> R<()> {
         ),
     ] {
         let s = match s {
+            None if profile_only() => continue,
             None => ctx.default_stream(),
             Some(()) => ctx.new_stream()?,
         };
@@ -809,7 +827,12 @@ fn main() -> R<()> {
         }
         seed(&s)?;
         regions(&s)?;
-        pieces(&s)?;
+        if !profile_only() {
+            pieces(&s)?;
+        }
+    }
+    if profile_only() {
+        return Ok(());
     }
     // The first call, each case in a fresh process.
     println!(
