@@ -226,7 +226,7 @@ fn profile(what: &str, calls: usize) {
     println!("| step | ns per call | times per call |");
     println!("|---|---|---|");
     let mut steps = steps;
-    steps.sort_by(|a, b| b.1.cmp(&a.1));
+    steps.sort_by_key(|e| std::cmp::Reverse(e.1));
     for (name, ns, count) in steps {
         println!(
             "| {name} | {:.0} | {:.2} |",
@@ -579,11 +579,13 @@ fn pieces(s: &Arc<CudaStream>) -> R<()> {
         Ok(_ = std::hint::black_box(rules_runtime::ShadowRead::region(&buf)))
     })?;
     let name = per_call(s, || {
-        Ok(drop(std::hint::black_box(format!(
+        let name = format!(
             "the shadow of `{}` (lane {})",
             "dst",
             std::hint::black_box(0)
-        ))))
+        );
+        std::hint::black_box(name);
+        Ok(())
     })?;
     println!("\n| piece | host µs per call |");
     println!("|---|---|");
