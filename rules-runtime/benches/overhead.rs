@@ -4,13 +4,16 @@
 //!     ... --features probe: the same, then the host time of each step of a call (`device::probe`)
 //!
 //! Every figure is the host's clock over 4000 calls after 200 warm-up calls, the stream
-//! synchronised at the end, per call; the median of 5 repetitions. The bare calls (cudarc's copy,
-//! memset, the driver's 2D copy and memset, one kernel launch) are timed in the same run, beside
-//! the rules that wrap them. The stream is a `cuda::stream` (a second stream of the context), so
-//! cudarc's event tracking is on, as in a program with several streams.
+//! synchronised at the end, per call; the median of 5 repetitions, interleaved with those of the
+//! bare calls (cudarc's copy, memset, the driver's 2D copy and memset, one kernel launch) that the
+//! rules wrap. Twice: on the context's default stream alone (cudarc orders buffers by events only
+//! once a context has several streams), then on a second stream (event tracking on, as with
+//! `cuda::stream`; `--tracking-only`: this one alone).
 //!
 //! The first call in a process is timed in child processes of this program (`--first CASE`):
-//! each makes its context, then times its first call and its steady state.
+//! each starts the driver, makes its context, loads the kernels, then times its first call and its
+//! steady state, without and with `cuda::reserve` (`--plain-first-only`: without alone).
+//! `--profile-only` (with `--features probe`): the step profiles alone.
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use rules_runtime::cudarc::driver::{result, sys};
@@ -817,7 +820,7 @@ fn main() -> R<()> {
         ),
     ] {
         let s = match s {
-            None if profile_only() => continue,
+            None if profile_only() || args.iter().any(|a| a == "--tracking-only") => continue,
             None => ctx.default_stream(),
             Some(()) => ctx.new_stream()?,
         };
@@ -843,7 +846,9 @@ fn main() -> R<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let me = std::env::current_exe()?;
     for case in ["seed3", "pageable-d2h", "pageable-h2d"] {
-        for reserve in [false, true] {
+        // `--plain-first-only`: a runtime without `cuda::reserve` (the build before issue 22).
+        let plain = args.iter().any(|a| a == "--plain-first-only");
+        for reserve in [false, true].into_iter().filter(|&r| !(r && plain)) {
             let mut c = std::process::Command::new(&me);
             c.args(["--first", case]);
             if reserve {
