@@ -83,11 +83,11 @@ where
 /// page-locked memory, which the accumulate kernel reads in place, and (for `Take`) then zeroes
 /// the source.
 ///
-/// The host reads and zeroes the source only once the stream's earlier work is done (a host
-/// slice may be page-locked memory that an earlier asynchronous copy still reads or writes). No
-/// work enqueued here reads the source (the kernel reads the staged copy), so the zeroing does
-/// not wait for the kernel: the one wait is before the host's read, on a stream that has usually
-/// nothing left to do (issue 22: waiting after the launch cost a kernel's whole latency).
+/// A source to take is read and zeroed by the host only once the stream's earlier work is done (a
+/// host slice may be page-locked memory that an earlier asynchronous copy still reads). No work
+/// enqueued here reads the source (the kernel reads the staged copy), so the zeroing does not wait
+/// for the kernel: the one wait is before the host's read, on a stream that has usually nothing
+/// left to do (issue 22: waiting after the launch cost a kernel's whole latency).
 pub(super) fn stage_in<A, B>(
     s: &CudaStream,
     op: Op,
@@ -113,10 +113,13 @@ where
             pipeline::stage_in(s, &mut a, h)?;
         } else {
             // The source is copied by the host into pooled page-locked memory, which the kernel
-            // reads in place: nothing reads the borrowed `h` once this returns. (The pipeline
-            // above waits for the stream itself before its first read.)
-            s.synchronize()
-                .map_err(driver("cuStreamSynchronize (host source staging)"))?;
+            // reads in place: nothing reads the borrowed `h` once this returns. A source to take
+            // is zeroed right after, so its read waits for the stream's earlier work first (the
+            // wait the zeroing needs; the pipeline above waits itself before its first read).
+            if matches!(src, Source::Take(_)) {
+                s.synchronize()
+                    .map_err(driver("cuStreamSynchronize (host source staging)"))?;
+            }
             let lease = crate::device::probe::span("stage_in: Lease::pinned_copy_of");
             let stage = Lease::pinned_copy_of(h, s)?;
             drop(lease);

@@ -188,12 +188,14 @@ where
             Source::Take(_) | Source::None => Err(no_address()),
         },
         Route::StageIn { stream } => {
-            // A device-reachable accumulator, a host-only source: once the stream's earlier work
-            // is done, the host packs the source's box into pooled page-locked memory, which the
-            // region kernel adds in place; nothing enqueued here reads the source, so the host
-            // then zeroes its box at once (no wait for the kernel).
+            // A device-reachable accumulator, a host-only source: the host packs the source's box
+            // into pooled page-locked memory, which the region kernel adds in place. Nothing
+            // enqueued here reads the source, so a source to take is zeroed at once after (no
+            // wait for the kernel), its read and zeroing both after the stream's earlier work.
             let n = ra.elements();
-            sync(Some(&stream))?;
+            if matches!(src, Source::Take(_)) {
+                sync(Some(&stream))?;
+            }
             let mut packed = Vec::with_capacity(n);
             for_each_row(b, &rb, |row| packed.extend_from_slice(row))?;
             let stage = Lease::pinned_copy_of(&packed, &stream)?;
