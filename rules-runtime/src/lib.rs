@@ -133,9 +133,15 @@ pub use rules_macro::derivative_rule;
 /// | `send`, `recv` | [`SendRule`], [`RecvRule`] | |
 pub mod prelude {
     pub use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
+    pub use crate::collective::CollectiveTape;
+    pub use crate::element::Differentiable;
+    // `Result<T, E = Error>`: a glob import of the prelude leaves `Result<T, OtherError>` meaning
+    // what it meant.
+    pub use crate::error::{Error, Result};
+    pub use crate::ops::On;
     pub use crate::rules::{
-        CollectiveRule, CopyRule, FillRule, MemsetRule, RawCopyRule, RawFillRule, RawMemsetRule,
-        RawRegionRule, RecvRule, RegionRule, SendRule,
+        CollectiveRule, CopyRule, CopyTape, FillRule, MemsetRule, RawCopyRule, RawFillRule,
+        RawMemsetRule, RawRegionRule, RecvRule, RegionRule, RegionTape, SendRule,
     };
     pub use rules_macro::derivative_rule;
 }
@@ -189,6 +195,33 @@ pub mod __private {
         }
     }
 
+    /// As [`RuleStub2`], for a fill by value, whose reverse returns `d_v` per lane: `let [dv] =
+    /// rule.reverse(..)?` still reads.
+    pub struct RuleStubFill<V>(core::marker::PhantomData<V>);
+    impl<V> RuleStubFill<V> {
+        /// Makes the stand-in.
+        pub fn new() -> Self {
+            RuleStubFill(core::marker::PhantomData)
+        }
+        /// Stands in for the forward rule.
+        pub fn forward<A, B>(&mut self, _: A, _: B) -> Result<()> {
+            Err(stub_error())
+        }
+        /// Stands in for the augmented primal.
+        pub fn augmented_primal<A, B>(&mut self, _: A, _: B) -> Result<RuleStub2> {
+            Err(stub_error())
+        }
+        /// Stands in for the reverse rule.
+        pub fn reverse<T, A, B, const N: usize>(&mut self, _: T, _: A, _: B) -> Result<[V; N]> {
+            Err(stub_error())
+        }
+    }
+    impl<V> Default for RuleStubFill<V> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
     /// As [`RuleStub2`], for rules with one activity (memset, send, recv).
     pub struct RuleStub1;
     impl RuleStub1 {
@@ -204,6 +237,30 @@ pub mod __private {
         pub fn reverse<T, A>(&mut self, _: T, _: A) -> Result<()> {
             Err(stub_error())
         }
+    }
+
+    /// An extent, offset or length parameter (`#[width]`, `#[len]`, ...): `usize`, however the
+    /// user spells it (`size_t`, `core::primitive::usize`).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `usize`: extents, offsets and lengths count elements, rows or bytes",
+        label = "write `usize` here",
+        note = "convert at the call instead, e.g. `usize::try_from(n)?`"
+    )]
+    pub trait Extent: Copy {
+        /// The value.
+        fn get(self) -> usize;
+    }
+    impl Extent for usize {
+        #[inline]
+        fn get(self) -> usize {
+            self
+        }
+    }
+
+    /// Reads an extent parameter.
+    #[inline]
+    pub fn extent<T: Extent>(x: T) -> usize {
+        x.get()
     }
 
     /// A pass-through argument is used once per lane, so it must be `Copy` (references are).

@@ -219,7 +219,20 @@ pub(super) fn memory_kind(p: &TokenStream, k: crate::model::MemKind) -> TokenStr
 
 /// The parameter `i` as the generated code reaches it, or `0usize` when there is none.
 pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
-    i.map_or_else(|| quote!(0usize), |i| g.arg(i))
+    let Some(i) = i else {
+        return quote!(0usize);
+    };
+    // Through `extent`, bounded at the user's type: an alias of `usize` passes, anything else
+    // is one error there (the macro only refuses what it can tell by name).
+    let arg = g.arg(i);
+    let ty = &g.rule.params[i].ty;
+    if crate::check::usize_by_name(ty) == Some(true) {
+        return arg;
+    }
+    let p = &g.p;
+    let at = super::tokens::first_span(ty);
+    let f = super::tokens::respan(quote!(#p::extent), at);
+    quote!(#f(#arg))
 }
 
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.
