@@ -49,7 +49,7 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
-    if !rule.args.in_impl && crate::place::in_impl_block(rule.func.sig.ident.span()) {
+    if !rule.args.in_impl && !rule.has_receiver() && crate::place::in_impl_block(rule.func.sig.ident.span()) {
         // Only the function and its stand-in (a function, which an `impl` can hold): the
         // struct would bring the parser's "struct is not supported" before this error.
         let name = &rule.func.sig.ident;

@@ -231,8 +231,7 @@ pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
     }
     let p = &g.p;
     let at = super::tokens::first_span(ty);
-    let f = super::tokens::respan(quote!(#p::extent), at);
-    quote!(#f(#arg))
+    super::tokens::respan(quote!(#p::extent(#arg)), at)
 }
 
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.
