@@ -8,7 +8,8 @@
 #     for the dependencies, so it needs the registry (CI has it);
 #   - what each package holds: only its sources (with the kernels' PTX, which rules-runtime
 #     include_str!s), its README and the licenses; nothing else (benches, test data, tools), and
-#     no file over 1 MiB.
+#     no file over 1 MiB. cargo warns "ignoring benchmark ..." once per bench of rules-runtime:
+#     they are left out on purpose (they need a GPU and cuBLAS), and so are their [[bench]] entries.
 #
 # Usage: tools/publish-check.sh [extra cargo publish args, e.g. --allow-dirty]
 set -euo pipefail
