@@ -96,6 +96,7 @@
 pub mod activity;
 mod collective;
 pub mod cuda;
+pub mod cudarc_rules;
 mod device;
 pub mod element;
 pub mod error;
