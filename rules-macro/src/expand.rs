@@ -49,7 +49,10 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
-    if !rule.args.in_impl && !rule.has_receiver() && crate::place::in_impl_block(rule.func.sig.ident.span()) {
+    if !rule.args.in_impl
+        && !rule.has_receiver()
+        && crate::place::in_impl_block(rule.func.sig.ident.span())
+    {
         // Only the function and its stand-in (a function, which an `impl` can hold): the
         // struct would bring the parser's "struct is not supported" before this error.
         let name = &rule.func.sig.ident;
@@ -445,7 +448,7 @@ impl<'a> Generator<'a> {
             (arg, bound_at(&ty, bound))
         } else {
             let at = tokens::first_span(&ty);
-            (respan(quote!(&*#arg), at), TokenStream::new())
+            (respan(arg, at), TokenStream::new())
         }
     }
 }

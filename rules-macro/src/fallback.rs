@@ -5,8 +5,8 @@
 
 use crate::expand::{allowances, private_path, rule_name};
 use crate::model::{Kind, Role};
-use crate::types::{DIFFERENTIABLE, elem_name};
 use crate::parse::Rule;
+use crate::types::{DIFFERENTIABLE, elem_name};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Ident, Type};

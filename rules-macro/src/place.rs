@@ -29,7 +29,13 @@ pub fn in_impl_block(span: Span) -> bool {
         return false;
     };
     let name = span.source_text().unwrap_or_default();
-    if name.is_empty() || !text.chars().skip(column.wrapping_sub(1)).collect::<String>().starts_with(&name) {
+    if name.is_empty()
+        || !text
+            .chars()
+            .skip(column.wrapping_sub(1))
+            .collect::<String>()
+            .starts_with(&name)
+    {
         return false;
     }
     innermost_block(&source, line) == Some(Block::Impl)
@@ -134,7 +140,13 @@ fn skip_string(bytes: &[u8], mut i: usize, hashes: usize, line: &mut usize) -> O
     while i < bytes.len() {
         match bytes[i] {
             b'\\' if hashes == 0 => i += 2,
-            b'"' if bytes[i + 1..].iter().take(hashes).filter(|&&b| b == b'#').count() == hashes => {
+            b'"' if bytes[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&b| b == b'#')
+                .count()
+                == hashes =>
+            {
                 return Some(i + 1 + hashes);
             }
             b'\n' => {
@@ -149,7 +161,10 @@ fn skip_string(bytes: &[u8], mut i: usize, hashes: usize, line: &mut usize) -> O
 
 /// `r"`, `r#"`, `br"`: the number of `#` and the index after the opening quote.
 fn raw_string_start(bytes: &[u8], i: usize) -> Option<(usize, usize)> {
-    if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') && bytes[i - 1] != b'b' {
+    if i > 0
+        && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')
+        && bytes[i - 1] != b'b'
+    {
         return None;
     }
     let mut j = i + 1;
@@ -192,7 +207,9 @@ fn is_impl_header(header: &str) -> bool {
             "pub" => {
                 rest = rest[3..].trim_start();
                 if rest.starts_with('(') {
-                    let Some(close) = rest.find(')') else { return false };
+                    let Some(close) = rest.find(')') else {
+                        return false;
+                    };
                     rest = rest[close + 1..].trim_start();
                 }
             }

@@ -44,8 +44,9 @@
 //!   (the shadow is where the caller reads the derivative, and the reverse needs both). Allocate
 //!   the two with `alloc_zeros` and use the copy's rule: `clone_htod(x)` is `alloc` +
 //!   [`memcpy_htod`].
-//! - Copies that cudarc does not have as safe calls (pitched 2D/3D, CUDA arrays): write them as
-//!   `#[derivative_rule(copy2d)]`, `copy3d` or a rule with a `CudaArray` side (docs/arrays.md).
+//! - The driver's box copies between linear memory and CUDA arrays, which cudarc does not have
+//!   as safe calls, are ready-made in [`crate::array_rules`]; other pitched copies of your own
+//!   are `#[derivative_rule(copy2d)]` or `copy3d` (docs/arrays.md).
 #![forbid(unsafe_code)]
 
 use crate::element::Differentiable;

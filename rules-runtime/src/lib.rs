@@ -94,6 +94,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod array_rules;
 mod collective;
 pub mod cuda;
 pub mod cudarc_rules;

@@ -89,20 +89,34 @@ macro_rules! round_trip {
             let (mut d, mut dd) = ($dev(&s, &zeros), $dev(&s, &zeros));
             let (mut h, mut dh) = ($host_out(&s, &zeros), $host_out(&s, &zeros));
             let up = memcpy_htod_rule(&s)
-                .augmented_primal(Duplicated::new(&mut d, &mut dd), Duplicated::new(&x, &mut dx))
+                .augmented_primal(
+                    Duplicated::new(&mut d, &mut dd),
+                    Duplicated::new(&x, &mut dx),
+                )
                 .unwrap();
             let down = memcpy_dtoh_rule(&s)
-                .augmented_primal(Duplicated::new(&mut h, &mut dh), Duplicated::new(&d, &mut dd))
+                .augmented_primal(
+                    Duplicated::new(&mut h, &mut dh),
+                    Duplicated::new(&d, &mut dd),
+                )
                 .unwrap();
             let y = h.read(&s);
             assert_eq!(y, X, "the primal round trip");
             let seed: Vec<f32> = y.iter().map(|v| 2.0 * v).collect();
             dh = $host_out(&s, &seed);
             memcpy_dtoh_rule(&s)
-                .reverse(down, Duplicated::new(&mut h, &mut dh), Duplicated::new(&d, &mut dd))
+                .reverse(
+                    down,
+                    Duplicated::new(&mut h, &mut dh),
+                    Duplicated::new(&d, &mut dd),
+                )
                 .unwrap();
             memcpy_htod_rule(&s)
-                .reverse(up, Duplicated::new(&mut d, &mut dd), Duplicated::new(&x, &mut dx))
+                .reverse(
+                    up,
+                    Duplicated::new(&mut d, &mut dd),
+                    Duplicated::new(&x, &mut dx),
+                )
                 .unwrap();
             let want: Vec<f32> = X.iter().map(|v| 2.0 * v).collect();
             assert_eq!(dx.read(&s), want, "dx == 2x exactly");
@@ -116,13 +130,24 @@ macro_rules! round_trip {
             let (mut h, mut dh) = ($host_out(&s, &zeros), $host_out(&s, &zeros));
             let mut dxv = dxv;
             memcpy_htod_rule(&s)
-                .forward(Duplicated::new(&mut d, &mut dd), Duplicated::new(&x, &mut dxv))
+                .forward(
+                    Duplicated::new(&mut d, &mut dd),
+                    Duplicated::new(&x, &mut dxv),
+                )
                 .unwrap();
             memcpy_dtoh_rule(&s)
-                .forward(Duplicated::new(&mut h, &mut dh), Duplicated::new(&d, &mut dd))
+                .forward(
+                    Duplicated::new(&mut h, &mut dh),
+                    Duplicated::new(&d, &mut dd),
+                )
                 .unwrap();
             assert_eq!(dh.read(&s), v, "the tangent arrives unchanged");
-            let df: f32 = h.read(&s).iter().zip(dh.read(&s)).map(|(y, t)| 2.0 * y * t).sum();
+            let df: f32 = h
+                .read(&s)
+                .iter()
+                .zip(dh.read(&s))
+                .map(|(y, t)| 2.0 * y * t)
+                .sum();
             let want: f32 = X.iter().zip(v).map(|(x, v)| 2.0 * x * v).sum();
             assert_eq!(df, want);
         }
@@ -149,8 +174,10 @@ fn device_to_device_into_views_passes_the_adjoint_check() {
             let mut y = s.alloc_zeros::<f32>(n + 8).unwrap();
             let mut dy = s.alloc_zeros::<f32>(n + 8).unwrap();
             let (mut yv, mut dyv) = (y.slice_mut(8..), dy.slice_mut(8..));
-            memcpy_dtod_rule(&s)
-                .forward(Duplicated::new(&mut yv, &mut dyv), Duplicated::new(&x, &mut dx))?;
+            memcpy_dtod_rule(&s).forward(
+                Duplicated::new(&mut yv, &mut dyv),
+                Duplicated::new(&x, &mut dx),
+            )?;
             Ok(s.clone_dtoh(&dyv).unwrap())
         },
         |w| {
@@ -158,10 +185,15 @@ fn device_to_device_into_views_passes_the_adjoint_check() {
             let mut dx = s.alloc_zeros::<f32>(n).unwrap();
             let mut y = s.alloc_zeros::<f32>(n).unwrap();
             let mut dy = s.clone_htod(w).unwrap();
-            let t = memcpy_dtod_rule(&s)
-                .augmented_primal(Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))?;
-            memcpy_dtod_rule(&s)
-                .reverse(t, Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))?;
+            let t = memcpy_dtod_rule(&s).augmented_primal(
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x, &mut dx),
+            )?;
+            memcpy_dtod_rule(&s).reverse(
+                t,
+                Duplicated::new(&mut y, &mut dy),
+                Duplicated::new(&x, &mut dx),
+            )?;
             Ok(s.clone_dtoh(&dx).unwrap())
         },
     )
@@ -203,8 +235,10 @@ fn lengths_that_disagree_are_errors_that_change_nothing() {
     // The rules: a typed error, before anything is written.
     let mut dshort = s.clone_htod(&[9.0f32; 3]).unwrap();
     let mut dx = vec![5.0f32; 5];
-    let r = memcpy_htod_rule(&s)
-        .augmented_primal(Duplicated::new(&mut short, &mut dshort), Duplicated::new(&X[..], &mut dx[..]));
+    let r = memcpy_htod_rule(&s).augmented_primal(
+        Duplicated::new(&mut short, &mut dshort),
+        Duplicated::new(&X[..], &mut dx[..]),
+    );
     assert!(matches!(r, Err(Error::LengthMismatch { .. })), "{r:?}");
     assert_eq!(s.clone_dtoh(&short).unwrap(), [0.0; 3]);
     assert_eq!(s.clone_dtoh(&dshort).unwrap(), [9.0; 3]);

@@ -386,7 +386,12 @@ pub fn usize_by_name(ty: &Type) -> Option<bool> {
     if p.qself.is_some() {
         return None;
     }
-    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
     let last = segs.last()?;
     let primitive = matches!(segs.len(), 1)
         || (segs.len() == 3 && (segs[0] == "core" || segs[0] == "std") && segs[1] == "primitive");

@@ -375,5 +375,9 @@ fn check_value_type(
 
 /// Whether `name` is one of the rule's own type parameters.
 fn is_type_param(rule: &Rule, name: &str) -> bool {
-    rule.func.sig.generics.type_params().any(|t| t.ident == name)
+    rule.func
+        .sig
+        .generics
+        .type_params()
+        .any(|t| t.ident == name)
 }

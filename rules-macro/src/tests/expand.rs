@@ -69,10 +69,7 @@ fn collective_rules_plan_their_collective() {
     ] {
         let out = expand(kind, &format!("fn f(comm: &Comm{ranks}, {buffers}) {{}}"));
         assert_eq!(errors(&out), 0, "{kind}: {out}");
-        assert!(
-            out.contains("__p :: CollectiveRule < '_1"),
-            "{kind}: {out}"
-        );
+        assert!(out.contains("__p :: CollectiveRule < '_1"), "{kind}: {out}");
         assert!(
             out.contains(&format!("Collective :: {kind} (self . 0")),
             "{kind}: {out}"
