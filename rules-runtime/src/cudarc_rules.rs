@@ -6,7 +6,7 @@
 //! the methods of [`CopyRule`](crate::CopyRule) (or [`MemsetRule`](crate::MemsetRule)):
 //!
 //! ```no_run
-//! # fn main() -> rules_runtime::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use rules_runtime::cudarc_rules::{memcpy_dtoh_rule, memcpy_htod_rule};
 //! use rules_runtime::prelude::*;
 //!
