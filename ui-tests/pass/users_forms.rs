@@ -44,6 +44,31 @@ pub fn dtod(
     s.memcpy_dtod(src, dst)
 }
 
+#[derivative_rule(copy)]
+pub fn real_slices(#[dst] dst: &mut [Real], #[src] src: &[f32]) {
+    dst.copy_from_slice(src);
+}
+
+#[derivative_rule(copy)]
+pub fn real_buffers(
+    s: &Arc<CudaStream>,
+    #[dst] dst: &mut rules_runtime::cudarc::driver::CudaSlice<Real>,
+    #[src] src: &CudaSlice<f32>,
+) -> Result<(), DriverError> {
+    s.memcpy_dtod(src, dst)
+}
+
+#[derivative_rule(copy, dst = host, src = host)]
+/// # Safety
+/// `n` elements valid at both pointers.
+pub unsafe fn spelled_pointers(
+    #[dst] dst: *mut f32,
+    #[src] src: *const ::core::primitive::f32,
+    #[len] n: size_t,
+) {
+    unsafe { core::ptr::copy(src, dst, n) }
+}
+
 /// Views of two unrelated lifetimes, as a helper takes them.
 pub fn helper(s: &Arc<CudaStream>, y: &mut CudaViewMut<'_, f32>, x: &CudaViewMut<'_, f32>) -> Result<()> {
     dtod_rule(s).forward(Const(y), Const(x))

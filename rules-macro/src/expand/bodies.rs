@@ -154,8 +154,14 @@ pub(super) fn checked_by_trait(x: &Type) -> bool {
 
 /// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
 fn known_buffer(x: &Type) -> bool {
+    known_buffer_name(x) && element_of(x).is_some_and(known_elem)
+}
+
+/// Whether `x` is one of [`KNOWN_BUFFERS`] by name, whatever its element: its element is its
+/// type argument, which a bound can name instead of a projection (`<CudaSlice<Real> as
+/// ShadowRead>::Elem` in a `where` clause sends the solver into an overflow).
+fn known_buffer_name(x: &Type) -> bool {
     matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
-        && element_of(x).is_some_and(known_elem)
 }
 
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
@@ -181,7 +187,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
     let elem = |t: &'a Type| {
         host_container_elem(t)
             .or_else(|| array_elem(t))
-            .or_else(|| known_buffer(t).then(|| element_of(t)).flatten())
+            .or_else(|| known_buffer_name(t).then(|| element_of(t)).flatten())
     };
     let (de, se) = (elem(dst), elem(src));
     let compare = match (de, se) {
