@@ -79,10 +79,13 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             if x != y {
                 // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
-                bounds.extend(buffer_bound(
-                    y,
-                    &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
-                ));
+                // A cudarc buffer's element is named as its type argument (which `x`'s own bound
+                // states): a projection of a concrete type overflows the solver.
+                let target = match element_of(x) {
+                    Some(e) if known_buffer_name(x) => quote!(#e),
+                    _ => quote!(<#x as #p::ShadowRead>::Elem),
+                };
+                bounds.extend(buffer_bound(y, &quote!(#p::CollectiveSrc<Elem = #target>)));
             }
             collective_parts(g, "CollectiveRule", quote!(#x, #y), order, bounds)
                 .inputs(quote!(__d: &mut #x, __s: &#y))
@@ -181,6 +184,13 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            // A cudarc buffer of an element the macro cannot name (`T`, an alias): the bound
+            // says its element, which a bare bound would hide from the solver behind the
+            // `where` clause.
+            (None, None) if known_buffer_name(x) && element_of(x).is_some() => {
+                let e = element_of(x);
+                out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>)));
+            }
             (None, None) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
         }
     }
@@ -206,7 +216,12 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    let mut out = buffer_bound(buffer, &quote!(#p::#bound));
+    let mut out = match element_of(buffer) {
+        Some(e) if known_buffer_name(buffer) => {
+            buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>))
+        }
+        _ => buffer_bound(buffer, &quote!(#p::#bound)),
+    };
     match element_of(buffer) {
         Some(e) if elem_name(e).is_some_and(|n| NCCL_ELEMENTS.contains(&n.as_str())) => {}
         Some(e) => out.extend(bound_at(e, &quote!(#p::NcclElement))),
