@@ -82,6 +82,7 @@ pub enum Block {
 /// The innermost block open at the start of line `line` (1-based) of `source`, reading past
 /// comments, strings and character literals; `None` at top level or when the text cannot be
 /// read to that line.
+#[cfg(test)]
 pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
     innermost_block_at(source, line_start(source, line)?)
 }
