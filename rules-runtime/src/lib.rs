@@ -95,6 +95,7 @@
 
 pub mod activity;
 pub mod array_rules;
+pub mod autodiff;
 mod collective;
 pub mod cuda;
 pub mod cudarc_rules;
@@ -189,6 +190,13 @@ pub mod __private {
         RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
     };
     pub use ::core;
+    /// The `std::autodiff` bridges' runtime side.
+    pub mod ad {
+        pub use crate::autodiff::{AdBuf, take_error};
+        pub use crate::memory::MemoryKind;
+        pub use crate::memory::autodiff::{Registration, Side, copy_aug, copy_primal, copy_rev};
+        pub use ::core::ffi::c_void;
+    }
 
     /// The error of a stand-in's methods: they exist in code that does not compile, and are
     /// never called there; called anyway (this module is public), they answer this.
