@@ -6,7 +6,6 @@
 # `-Zautodiff=Enable` on every crate, rustc aborts compiling rules-runtime in its own type-tree
 # code ("TypeTree.h:330 illegal insertion"). Fat LTO (Cargo.toml) brings the dependencies'
 # bitcode into the module Enzyme works on.
-#   --cfg rules_autodiff           the bridges `#[derivative_rule(.., autodiff)]` generates
 #   -Zautodiff=Enable              std::autodiff's Enzyme pass
 #   -Zllvm-plugins=libEnzyme-23.so + -Cpasses=preserve-nvvm: rustc runs only Enzyme's main pass;
 #                                  this one turns `__enzyme_register_gradient_*` statics into
@@ -28,7 +27,7 @@ if [ ! -f "$enzyme" ]; then
     echo "build.sh: $enzyme missing: rustup component add --toolchain $tc enzyme" >&2
     exit 2
 fi
-flags="--cfg rules_autodiff -Zautodiff=Enable -Zllvm-plugins=$enzyme -Cpasses=preserve-nvvm"
+flags="-Zautodiff=Enable -Zllvm-plugins=$enzyme -Cpasses=preserve-nvvm"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 mkdir -p "$CARGO_TARGET_DIR"
 log=$CARGO_TARGET_DIR/autodiff-build.log

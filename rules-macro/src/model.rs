@@ -231,10 +231,9 @@ pub const IN_IMPL: &str = "in_impl";
 /// `restore`: a flag, the reverse writes the destination's old contents back.
 pub const RESTORE: &str = "restore";
 /// `autodiff` / `autodiff(f32, f64)`: also generate the bridges for Rust's `std::autodiff`
-/// (Enzyme), under `#[cfg(rules_autodiff)]`, with the element types of a generic rule.
+/// (Enzyme), emitted with the runtime's `autodiff` feature, with the element types of a generic
+/// rule.
 pub const AUTODIFF: &str = "autodiff";
-/// The `cfg` the autodiff bridges are generated under (set with the autodiff flags).
-pub const AUTODIFF_CFG: &str = "rules_autodiff";
 /// Every flag argument (a bare word that is not a kind).
 pub const FLAGS: &[&str] = &[IN_IMPL, RESTORE, AUTODIFF];
 /// The runtime's default path.

@@ -171,9 +171,29 @@ pub mod prelude {
     pub use rules_macro::derivative_rule;
 }
 
+/// The items `#[derivative_rule(.., autodiff)]` generates for `std::autodiff` (see
+/// [`autodiff`]), as they are, with the `autodiff` feature; nothing without it. A feature, not a
+/// `cfg` of the user's crate: a `#[cfg(name)]` in generated code is reported by rustc's
+/// `unexpected_cfgs` lint in every crate that has a bridged rule, unless each declares the name.
+#[cfg(feature = "autodiff")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_autodiff {
+    ($($items:tt)*) => { $($items)* };
+}
+
+/// Without the `autodiff` feature: nothing.
+#[cfg(not(feature = "autodiff"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_autodiff {
+    ($($items:tt)*) => {};
+}
+
 /// Items used by generated code. Not a public API: names here may change at any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__if_autodiff as if_autodiff;
     pub use crate::activity::{
         Activity, DstArg, DstPtr, ForwardValue, LaneArray, ReverseValue, SameWidth, SrcArg, SrcPtr,
     };

@@ -5,7 +5,7 @@
 //!     f(x) = sum(abs2, to_host(to_device(x))),  x = [1, 2, 3]  =>  dx = 2x = [2, 4, 6]
 //!
 //! The copies are raw-pointer `#[derivative_rule(copy, .., autodiff)]` primitives. The
-//! attribute's `autodiff` option generates, under `cfg(rules_autodiff)` (set by `build.sh`), the
+//! attribute's `autodiff` option generates (with the runtime's `autodiff` feature, Cargo.toml), the
 //! `extern "C"` primal Enzyme cannot see into, its augmented primal and reverse (the rule
 //! object's own, so the shadow work is the rule's, on the copy's stream), the registration
 //! static, and `<name>_ad`, the safe function called below. No rule is called by hand.
@@ -28,7 +28,11 @@ unsafe fn host_copy(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usiz
 
 /// The same for any element type: `autodiff(f32, f64)` bridges each (`host_copy_any_ad_f64`).
 #[derivative_rule(copy, dst = host, src = host, autodiff(f32, f64))]
-unsafe fn host_copy_any<T: Differentiable>(#[dst] dst: *mut T, #[src] src: *const T, #[len] n: usize) {
+unsafe fn host_copy_any<T: Differentiable>(
+    #[dst] dst: *mut T,
+    #[src] src: *const T,
+    #[len] n: usize,
+) {
     // SAFETY: as above.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }
 }
@@ -54,7 +58,9 @@ unsafe fn download(
     #[len] n: usize,
 ) -> Result<(), DriverError> {
     // SAFETY: the rule's contract.
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src as u64, n * 4, stream.cu_stream()).result()? };
+    unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src as u64, n * 4, stream.cu_stream()).result()?
+    };
     stream.synchronize()
 }
 
@@ -79,7 +85,9 @@ unsafe fn download_pinned(
     #[len] n: usize,
 ) -> Result<(), DriverError> {
     // SAFETY: the rule's contract.
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src as u64, n * 4, stream.cu_stream()).result()? };
+    unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src as u64, n * 4, stream.cu_stream()).result()?
+    };
     stream.synchronize()
 }
 
@@ -95,6 +103,33 @@ unsafe fn unpin(
     // SAFETY: the rule's contract; the stream's work on `src` is done.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, n) };
     Ok(())
+}
+
+/// Pageable host -> unified memory.
+#[derivative_rule(copy, dst = unified, src = host, autodiff)]
+unsafe fn to_unified(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the rule's contract (a managed address is a device address under UVA).
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst as u64, src.cast(), n * 4, stream.cu_stream()).result() }
+}
+
+/// Unified -> pageable host memory; waits.
+#[derivative_rule(copy, dst = host, src = unified, autodiff)]
+unsafe fn from_unified(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the rule's contract.
+    unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src as u64, n * 4, stream.cu_stream()).result()?
+    };
+    stream.synchronize()
 }
 
 // ---- The differentiated functions ------------------------------------------------------------
@@ -159,6 +194,15 @@ fn f_pinned(x: &[f32; 3], dev: &AdBuf<f32>, pin: &AdBuf<f32>, s: &CudaStream) ->
     h.iter().map(|v| v * v).sum()
 }
 
+/// sum(abs2, from_unified(to_unified(x))).
+#[autodiff_reverse(df_unified, Duplicated, Duplicated, Const, Active)]
+fn f_unified(x: &[f32; 3], u: &AdBuf<f32>, s: &CudaStream) -> f32 {
+    let mut h = [1.0f32; 3];
+    to_unified_ad(s, u, x, 3);
+    from_unified_ad(s, &mut h, u, 3);
+    h.iter().map(|v| v * v).sum()
+}
+
 // ---- Driver ----------------------------------------------------------------------------------
 
 const X: [f32; 3] = [1.0, 2.0, 3.0];
@@ -186,7 +230,14 @@ fn run_host() -> bool {
     let c0 = calls();
     let mut dx = [0.0f32; 3];
     let y = df_host(&X, &mut dx, 1.0);
-    let mut ok = report("host   (pageable -> pageable -> pageable, f32)", y, dx, since(c0), 2, "");
+    let mut ok = report(
+        "host   (pageable -> pageable -> pageable, f32)",
+        y,
+        dx,
+        since(c0),
+        2,
+        "",
+    );
 
     let c0 = calls();
     let mut dx64 = [0.0f64; 3];
@@ -208,7 +259,11 @@ fn run_host() -> bool {
     host_copy_ad(&mut h, &X, 3);
     let c = since(c0);
     let okp = h == X && c == [1, 0, 0] && take_error().is_none();
-    println!("primal (host_copy_ad outside autodiff): h = {h:?}, primal calls = {} -> {}", c[0], if okp { "OK" } else { "WRONG" });
+    println!(
+        "primal (host_copy_ad outside autodiff): h = {h:?}, primal calls = {} -> {}",
+        c[0],
+        if okp { "OK" } else { "WRONG" }
+    );
     ok &= okp;
 
     // The misuse: refused in the augmented primal, no tape for the reverse; dx stays zero.
@@ -219,7 +274,10 @@ fn run_host() -> bool {
     let err = take_error();
     let oke = dx == [0.0; 3] && c == [0, 1, 1] && err.as_ref().is_some_and(|(_, n)| *n == 2);
     match &err {
-        Some((first, n)) => println!("misuse (n = 4 of 3): f = {y}, dx = {dx:?}, {n} errors, the first: {first} -> {}", if oke { "OK (refused)" } else { "WRONG" }),
+        Some((first, n)) => println!(
+            "misuse (n = 4 of 3): f = {y}, dx = {dx:?}, {n} errors, the first: {first} -> {}",
+            if oke { "OK (refused)" } else { "WRONG" }
+        ),
         None => println!("misuse (n = 4 of 3): f = {y}, dx = {dx:?}, no error recorded -> WRONG"),
     }
     ok & oke
@@ -244,7 +302,15 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let c = since(c0);
         let (prim, shad) = (s.clone_dtoh(&a)?, s.clone_dtoh(&da)?);
         let extra = format!(", device primal = {prim:?}, device shadow after = {shad:?}");
-        ok &= report("seed   (pageable -> device -> pageable)", y, dx, c, 2, &extra) && prim == X && shad == [0.0; 3];
+        ok &= report(
+            "seed   (pageable -> device -> pageable)",
+            y,
+            dx,
+            c,
+            2,
+            &extra,
+        ) && prim == X
+            && shad == [0.0; 3];
     }
     // Device -> device in the middle.
     {
@@ -263,7 +329,15 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let c = since(c0);
         let (sa, sb) = (s.clone_dtoh(&da)?, s.clone_dtoh(&db)?);
         let extra = format!(", device shadows after = {sa:?} {sb:?}");
-        ok &= report("d2d    (pageable -> device -> device -> pageable)", y, dx, c, 3, &extra) && sa == [0.0; 3] && sb == [0.0; 3];
+        ok &= report(
+            "d2d    (pageable -> device -> device -> pageable)",
+            y,
+            dx,
+            c,
+            3,
+            &extra,
+        ) && sa == [0.0; 3]
+            && sb == [0.0; 3];
     }
     // Pinned.
     {
@@ -286,7 +360,65 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let c = since(c0);
         let (shad, pshad) = (s.clone_dtoh(&da)?, dp.as_slice()?.to_vec());
         let extra = format!(", device shadow after = {shad:?}, pinned shadow after = {pshad:?}");
-        ok &= report("pinned (pageable -> device -> pinned -> pageable)", y, dx, c, 3, &extra) && shad == [0.0; 3] && pshad == [0.0; 3];
+        ok &= report(
+            "pinned (pageable -> device -> pinned -> pageable)",
+            y,
+            dx,
+            c,
+            3,
+            &extra,
+        ) && shad == [0.0; 3]
+            && pshad == [0.0; 3];
+    }
+    // Unified.
+    {
+        // SAFETY: f32 is valid for any bits; both are filled before use.
+        let mut u = unsafe { s.context().alloc_unified::<f32>(3, true)? };
+        let mut du = unsafe { s.context().alloc_unified::<f32>(3, true)? };
+        u.as_mut_slice()?.fill(0.0);
+        du.as_mut_slice()?.fill(0.0);
+        let c0 = calls();
+        let mut dx = [0.0f32; 3];
+        let y = {
+            let mut pu = AdPair::new(&mut u, &mut du, &s)?;
+            let (u, dup) = pu.split();
+            df_unified(&X, &mut dx, u, dup, &s, 1.0)
+        };
+        s.synchronize()?;
+        let c = since(c0);
+        let ushad = du.as_slice()?.to_vec();
+        let extra = format!(", unified shadow after = {ushad:?}");
+        ok &= report(
+            "unified(pageable -> unified -> pageable)",
+            y,
+            dx,
+            c,
+            2,
+            &extra,
+        ) && ushad == [0.0; 3];
+    }
+    // A handle of the wrong kind: a device buffer where the rule declares unified memory.
+    {
+        let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
+        let mut dx = [0.0f32; 3];
+        let c0 = calls();
+        let y = {
+            let mut pa = AdPair::new(&mut a, &mut da, &s)?;
+            let (a, da) = pa.split();
+            df_unified(&X, &mut dx, a, da, &s, 1.0)
+        };
+        s.synchronize()?;
+        let c = since(c0);
+        let err = take_error();
+        let oke = dx == [0.0; 3] && err.is_some() && c[1] == 2;
+        match &err {
+            Some((first, n)) => println!(
+                "misuse (device handle for unified memory): f = {y}, dx = {dx:?}, {n} errors, the first: {first} -> {}",
+                if oke { "OK (refused)" } else { "WRONG" }
+            ),
+            None => println!("misuse (device handle for unified memory): no error -> WRONG"),
+        }
+        ok &= oke;
     }
     Ok(ok)
 }

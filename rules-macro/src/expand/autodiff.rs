@@ -1,6 +1,8 @@
 //! The `autodiff` option: bridges that let Rust's `std::autodiff` (Enzyme inside rustc) call a
-//! pointer copy's rules. Generated beside the rule item, all under `#[cfg(rules_autodiff)]`
-//! (a stable build never sees them), one set per element type:
+//! pointer copy's rules. Generated beside the rule item, all inside the runtime's
+//! `__private::if_autodiff!`, which emits them only with the runtime's `autodiff` feature (a
+//! stable build never sees them; a `#[cfg]` here would trip `unexpected_cfgs` in every user
+//! crate), one set per element type:
 //!
 //! - `rules_ad_<name>_<elem>`: the `#[no_mangle] #[inline(never)] extern "C"` primal Enzyme
 //!   cannot see into (it returns nothing and uses every argument, as Enzyme needs);
@@ -16,7 +18,7 @@
 //! Only pointer `copy` rules have bridges: the misuse is reported here, at the `autodiff` word.
 
 use crate::ctxt::Ctxt;
-use crate::model::{AUTODIFF, AUTODIFF_CFG, DEFAULT_CRATE, Kind, MemKind};
+use crate::model::{AUTODIFF, DEFAULT_CRATE, Kind, MemKind};
 use crate::parse::Rule;
 use crate::plan::Plan;
 use proc_macro2::{Span, TokenStream};
@@ -227,7 +229,6 @@ impl Bridges<'_> {
                 quote!(::#k::autodiff::AdBuf)
             }
         };
-        let cfg = Ident::new(AUTODIFF_CFG, Span::call_site());
         let [dst_i, src_i] = plan.buffer_params();
 
         let mut cparams: Vec<CParam> = Vec::new(); // the C signature, in the rule's order
@@ -341,8 +342,7 @@ impl Bridges<'_> {
         let doc_c = format!(
             " The `extern \"C\"` primal of `{name}` (element `{suffix}`) that Enzyme sees; call `{safe}`."
         );
-        quote! {
-            #[cfg(#cfg)]
+        quote! { #p::if_autodiff! {
             #[doc = #doc_c]
             ///
             /// # Safety
@@ -356,7 +356,6 @@ impl Bridges<'_> {
                 unsafe { #ad::copy_primal(#label, #make, #dst_p, #src_p, #extent_expr) }
             }
 
-            #[cfg(#cfg)]
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
@@ -365,7 +364,6 @@ impl Bridges<'_> {
                 unsafe { #ad::copy_aug(#label, #make, #dst_side, #src_side, #extent_expr) }
             }
 
-            #[cfg(#cfg)]
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
@@ -374,7 +372,6 @@ impl Bridges<'_> {
                 unsafe { #ad::copy_rev(#label, #make, #dst_side, #src_side, #extent_expr, __tape) }
             }
 
-            #[cfg(#cfg)]
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[used]
@@ -385,7 +382,6 @@ impl Bridges<'_> {
                 #rev as *const (),
             ]);
 
-            #[cfg(#cfg)]
             #[doc = #doc_safe]
             #[inline]
             #[allow(dead_code)]
@@ -394,7 +390,7 @@ impl Bridges<'_> {
                 // checks the handles' kinds and pairing and every length.
                 unsafe { #primal(#(#call_args),*) }
             }
-        }
+        }}
     }
 }
 
