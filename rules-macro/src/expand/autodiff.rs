@@ -138,7 +138,7 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         } else if c_type(&p.ty).is_none() {
             cx.error_spanned_by(
                 &p.ty,
-                format!("`{AUTODIFF}` passes a rule's other arguments to Enzyme's C calling convention as references (`&CudaStream`) or integers (`usize`, ...); `{}` is neither", p.ty.to_token_stream()),
+                format!("`{AUTODIFF}` passes a rule's other arguments to Enzyme's C calling convention as references (`&CudaStream`) or integers (`usize`, ...); `{}` is neither", crate::types::show(&p.ty)),
             );
         }
     }
