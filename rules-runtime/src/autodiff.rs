@@ -87,7 +87,7 @@ thread_local! {
 }
 
 /// How many times bridges ran, by kind, on every thread (for tests and examples).
-static CALLS: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
+static CALLS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
 
 /// The first error the bridges recorded on this thread since the last call (later ones, such as
 /// a reverse without its tape, usually follow from it), and the number recorded in all. Call it
@@ -100,17 +100,50 @@ pub fn take_error() -> Option<(BridgeError, usize)> {
     })
 }
 
-/// How many primals, augmented primals and reverses the bridges ran, on every thread.
-pub fn calls() -> [usize; 3] {
-    [0, 1, 2].map(|i| CALLS[i].load(Relaxed))
+/// How many times the bridges ran, on every thread.
+pub fn calls() -> Calls {
+    let [primal, forward, augmented_primal, reverse] = [0, 1, 2, 3].map(|i| CALLS[i].load(Relaxed));
+    Calls {
+        primal,
+        forward,
+        augmented_primal,
+        reverse,
+    }
 }
 
-/// Which bridge: the primal, the augmented primal, the reverse.
+/// Bridge runs, by kind ([`calls`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// Primals (the bridged function called outside differentiation).
+    pub primal: usize,
+    /// Forward rules (`#[autodiff_forward]`).
+    pub forward: usize,
+    /// Augmented primals (`#[autodiff_reverse]`, forward sweep).
+    pub augmented_primal: usize,
+    /// Reverse rules.
+    pub reverse: usize,
+}
+
+impl std::ops::Sub for Calls {
+    type Output = Calls;
+    fn sub(self, o: Calls) -> Calls {
+        Calls {
+            primal: self.primal - o.primal,
+            forward: self.forward - o.forward,
+            augmented_primal: self.augmented_primal - o.augmented_primal,
+            reverse: self.reverse - o.reverse,
+        }
+    }
+}
+
+/// Which bridge: the primal, the forward rule, the augmented primal, the reverse.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub enum Bridge {
     /// The primal.
     Primal,
+    /// The forward rule.
+    Fwd,
     /// The augmented primal.
     Aug,
     /// The reverse.
@@ -135,6 +168,7 @@ pub(crate) fn record<R>(
     out.map_err(|error| {
         let what = match which {
             Bridge::Primal => "primal",
+            Bridge::Fwd => "forward",
             Bridge::Aug => "augmented primal",
             Bridge::Rev => "reverse",
         };

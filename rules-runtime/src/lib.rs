@@ -214,7 +214,9 @@ pub mod __private {
     pub mod ad {
         pub use crate::autodiff::{AdBuf, take_error};
         pub use crate::memory::MemoryKind;
-        pub use crate::memory::autodiff::{Registration, Side, copy_aug, copy_primal, copy_rev};
+        pub use crate::memory::autodiff::{
+            Registration, Side, Streams, copy_aug, copy_fwd, copy_primal, copy_rev,
+        };
         pub use ::core::ffi::c_void;
     }
 

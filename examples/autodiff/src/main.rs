@@ -12,10 +12,10 @@
 //!
 //! `autodiff-seed host` runs the GPU-free cases (host copies with the same machinery);
 //! `autodiff-seed` runs them and the GPU ones (device, pinned, pageable; needs a GPU).
-use rules_runtime::autodiff::{AdBuf, AdPair, calls, take_error};
+use rules_runtime::autodiff::{AdBuf, AdPair, Calls, calls, take_error};
 use rules_runtime::cudarc::driver::{CudaStream, DriverError, sys};
 use rules_runtime::prelude::*;
-use std::autodiff::autodiff_reverse;
+use std::autodiff::{autodiff_forward, autodiff_reverse};
 
 // ---- The copy primitives, annotated --------------------------------------------------------
 
@@ -146,6 +146,17 @@ fn f_host(x: &[f32; 3]) -> f32 {
     h.iter().map(|v| v * v).sum()
 }
 
+/// The seed on host memory again, in forward mode: Enzyme calls the bridges' forward rules
+/// (`__enzyme_register_derivative_*`), which run the rule object's `forward`.
+#[autodiff_forward(df_host_fwd, Dual, Dual)]
+fn f_host_fwd(x: &[f32; 3]) -> f32 {
+    let mut m = [1.0f32; 3];
+    let mut h = [1.0f32; 3];
+    host_copy_ad(&mut m, x, 3);
+    host_copy_ad(&mut h, &m, 3);
+    h.iter().map(|v| v * v).sum()
+}
+
 /// The same in f64, through the generic rule's f64 bridge.
 #[autodiff_reverse(df_host64, Duplicated, Active)]
 fn f_host64(x: &[f64; 3]) -> f64 {
@@ -166,40 +177,49 @@ fn f_too_long(x: &[f32; 3]) -> f32 {
 }
 
 /// The seed: sum(abs2, to_host(to_device(x))), pageable host memory and a device buffer.
-#[autodiff_reverse(df_seed, Duplicated, Duplicated, Const, Active)]
-fn f_seed(x: &[f32; 3], dev: &AdBuf<f32>, s: &CudaStream) -> f32 {
+#[autodiff_reverse(df_seed, Duplicated, Duplicated, Active)]
+fn f_seed(x: &[f32; 3], dev: &AdBuf<f32>) -> f32 {
     let mut h = [1.0f32; 3];
-    upload_ad(s, dev, x, 3);
-    download_ad(s, &mut h, dev, 3);
+    upload_ad(dev, x, 3);
+    download_ad(&mut h, dev, 3);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// The seed in forward mode.
+#[autodiff_forward(df_seed_fwd, Dual, Dual, Dual)]
+fn f_seed_fwd(x: &[f32; 3], dev: &AdBuf<f32>) -> f32 {
+    let mut h = [1.0f32; 3];
+    upload_ad(dev, x, 3);
+    download_ad(&mut h, dev, 3);
     h.iter().map(|v| v * v).sum()
 }
 
 /// sum(abs2, to_host(copy_d2d(to_device(x)))).
-#[autodiff_reverse(df_d2d, Duplicated, Duplicated, Duplicated, Const, Active)]
-fn f_d2d(x: &[f32; 3], a: &AdBuf<f32>, b: &AdBuf<f32>, s: &CudaStream) -> f32 {
+#[autodiff_reverse(df_d2d, Duplicated, Duplicated, Duplicated, Active)]
+fn f_d2d(x: &[f32; 3], a: &AdBuf<f32>, b: &AdBuf<f32>) -> f32 {
     let mut h = [1.0f32; 3];
-    upload_ad(s, a, x, 3);
-    copy_d2d_ad(s, b, a, 3);
-    download_ad(s, &mut h, b, 3);
+    upload_ad(a, x, 3);
+    copy_d2d_ad(b, a, 3);
+    download_ad(&mut h, b, 3);
     h.iter().map(|v| v * v).sum()
 }
 
 /// sum(abs2, unpin(to_pinned(to_device(x)))): the download lands in pinned memory.
-#[autodiff_reverse(df_pinned, Duplicated, Duplicated, Duplicated, Const, Active)]
-fn f_pinned(x: &[f32; 3], dev: &AdBuf<f32>, pin: &AdBuf<f32>, s: &CudaStream) -> f32 {
+#[autodiff_reverse(df_pinned, Duplicated, Duplicated, Duplicated, Active)]
+fn f_pinned(x: &[f32; 3], dev: &AdBuf<f32>, pin: &AdBuf<f32>) -> f32 {
     let mut h = [1.0f32; 3];
-    upload_ad(s, dev, x, 3);
-    download_pinned_ad(s, pin, dev, 3);
-    unpin_ad(s, &mut h, pin, 3);
+    upload_ad(dev, x, 3);
+    download_pinned_ad(pin, dev, 3);
+    unpin_ad(&mut h, pin, 3);
     h.iter().map(|v| v * v).sum()
 }
 
 /// sum(abs2, from_unified(to_unified(x))).
-#[autodiff_reverse(df_unified, Duplicated, Duplicated, Const, Active)]
-fn f_unified(x: &[f32; 3], u: &AdBuf<f32>, s: &CudaStream) -> f32 {
+#[autodiff_reverse(df_unified, Duplicated, Duplicated, Active)]
+fn f_unified(x: &[f32; 3], u: &AdBuf<f32>) -> f32 {
     let mut h = [1.0f32; 3];
-    to_unified_ad(s, u, x, 3);
-    from_unified_ad(s, &mut h, u, 3);
+    to_unified_ad(u, x, 3);
+    from_unified_ad(&mut h, u, 3);
     h.iter().map(|v| v * v).sum()
 }
 
@@ -208,19 +228,53 @@ fn f_unified(x: &[f32; 3], u: &AdBuf<f32>, s: &CudaStream) -> f32 {
 const X: [f32; 3] = [1.0, 2.0, 3.0];
 const WANT: [f32; 3] = [2.0, 4.0, 6.0];
 
-/// Bridge calls since `before`: [primal, augmented primal, reverse].
-fn since(before: [usize; 3]) -> [usize; 3] {
-    let now = calls();
-    [0, 1, 2].map(|i| now[i] - before[i])
+/// Bridge calls since `before`.
+fn since(before: Calls) -> Calls {
+    calls() - before
 }
 
-fn report(name: &str, y: f32, dx: [f32; 3], c: [usize; 3], copies: usize, extra: &str) -> bool {
+/// Reverse mode: `copies` augmented primals and reverses, nothing else.
+fn reverse_calls(copies: usize) -> Calls {
+    Calls {
+        augmented_primal: copies,
+        reverse: copies,
+        ..Calls::default()
+    }
+}
+
+fn report(name: &str, y: f32, dx: [f32; 3], c: Calls, copies: usize, extra: &str) -> bool {
     let err = take_error();
-    let ok = y == 14.0 && dx == WANT && c == [0, copies, copies] && err.is_none();
+    let ok = y == 14.0 && dx == WANT && c == reverse_calls(copies) && err.is_none();
     println!(
         "{name}: f = {y}, dx = {dx:?} (want {WANT:?}), augmented primals = {}, reverses = {} (want {copies} each){extra}, error = {err:?} -> {}",
-        c[1],
-        c[2],
+        c.augmented_primal,
+        c.reverse,
+        if ok { "OK" } else { "WRONG" }
+    );
+    ok
+}
+
+/// Forward mode: the gradient, one unit tangent at a time; `copies` forward rules per sweep.
+fn report_fwd(name: &str, sweep: impl Fn(&[f32; 3]) -> (f32, f32), copies: usize) -> bool {
+    let c0 = calls();
+    let mut grad = [0.0f32; 3];
+    let mut y = 0.0;
+    for (i, g) in grad.iter_mut().enumerate() {
+        let mut e = [0.0f32; 3];
+        e[i] = 1.0;
+        (y, *g) = sweep(&e);
+    }
+    let c = since(c0);
+    let err = take_error();
+    let want = Calls {
+        forward: 3 * copies,
+        ..Calls::default()
+    };
+    let ok = y == 14.0 && grad == WANT && c == want && err.is_none();
+    println!(
+        "{name}: f = {y}, (df.e1, df.e2, df.e3) = {grad:?} (want {WANT:?}), forward rules = {} (want {}), error = {err:?} -> {}",
+        c.forward,
+        3 * copies,
         if ok { "OK" } else { "WRONG" }
     );
     ok
@@ -238,17 +292,18 @@ fn run_host() -> bool {
         2,
         "",
     );
+    ok &= report_fwd("host forward mode", |e| df_host_fwd(&X, e), 2);
 
     let c0 = calls();
     let mut dx64 = [0.0f64; 3];
     let y64 = df_host64(&[1.0, 2.0, 3.0], &mut dx64, 1.0);
     let c = since(c0);
     let err = take_error();
-    let ok64 = y64 == 14.0 && dx64 == [2.0, 4.0, 6.0] && c == [0, 2, 2] && err.is_none();
+    let ok64 = y64 == 14.0 && dx64 == [2.0, 4.0, 6.0] && c == reverse_calls(2) && err.is_none();
     println!(
         "host64 (the generic rule's f64 bridge): f = {y64}, dx = {dx64:?}, augmented primals = {}, reverses = {}, error = {err:?} -> {}",
-        c[1],
-        c[2],
+        c.augmented_primal,
+        c.reverse,
         if ok64 { "OK" } else { "WRONG" }
     );
     ok &= ok64;
@@ -258,10 +313,14 @@ fn run_host() -> bool {
     let mut h = [0.0f32; 3];
     host_copy_ad(&mut h, &X, 3);
     let c = since(c0);
-    let okp = h == X && c == [1, 0, 0] && take_error().is_none();
+    let want = Calls {
+        primal: 1,
+        ..Calls::default()
+    };
+    let okp = h == X && c == want && take_error().is_none();
     println!(
         "primal (host_copy_ad outside autodiff): h = {h:?}, primal calls = {} -> {}",
-        c[0],
+        c.primal,
         if okp { "OK" } else { "WRONG" }
     );
     ok &= okp;
@@ -272,7 +331,7 @@ fn run_host() -> bool {
     let y = df_too_long(&X, &mut dx, 1.0);
     let c = since(c0);
     let err = take_error();
-    let oke = dx == [0.0; 3] && c == [0, 1, 1] && err.as_ref().is_some_and(|(_, n)| *n == 2);
+    let oke = dx == [0.0; 3] && c == reverse_calls(1) && err.as_ref().is_some_and(|(_, n)| *n == 2);
     match &err {
         Some((first, n)) => println!(
             "misuse (n = 4 of 3): f = {y}, dx = {dx:?}, {n} errors, the first: {first} -> {}",
@@ -296,7 +355,7 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let y = {
             let mut pair = AdPair::new(&mut a, &mut da, &s)?;
             let (dev, ddev) = pair.split();
-            df_seed(&X, &mut dx, dev, ddev, &s, 1.0)
+            df_seed(&X, &mut dx, dev, ddev, 1.0)
         };
         s.synchronize()?;
         let c = since(c0);
@@ -312,6 +371,18 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         ) && prim == X
             && shad == [0.0; 3];
     }
+    // Seed in forward mode.
+    {
+        let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
+        let mut pair = AdPair::new(&mut a, &mut da, &s)?;
+        let (dev, ddev) = pair.split();
+        let ddev: &AdBuf<f32> = ddev;
+        ok &= report_fwd(
+            "seed forward mode (pageable -> device -> pageable)",
+            |e| df_seed_fwd(&X, e, dev, ddev),
+            2,
+        );
+    }
     // Device -> device in the middle.
     {
         let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
@@ -323,7 +394,7 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
             let mut pb = AdPair::new(&mut b, &mut db, &s)?;
             let (a, da) = pa.split();
             let (b, db) = pb.split();
-            df_d2d(&X, &mut dx, a, da, b, db, &s, 1.0)
+            df_d2d(&X, &mut dx, a, da, b, db, 1.0)
         };
         s.synchronize()?;
         let c = since(c0);
@@ -354,7 +425,7 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
             let mut pp = AdPair::new(&mut p, &mut dp, &s)?;
             let (a, da) = pa.split();
             let (p, dpp) = pp.split();
-            df_pinned(&X, &mut dx, a, da, p, dpp, &s, 1.0)
+            df_pinned(&X, &mut dx, a, da, p, dpp, 1.0)
         };
         s.synchronize()?;
         let c = since(c0);
@@ -382,7 +453,7 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let y = {
             let mut pu = AdPair::new(&mut u, &mut du, &s)?;
             let (u, dup) = pu.split();
-            df_unified(&X, &mut dx, u, dup, &s, 1.0)
+            df_unified(&X, &mut dx, u, dup, 1.0)
         };
         s.synchronize()?;
         let c = since(c0);
@@ -405,12 +476,12 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         let y = {
             let mut pa = AdPair::new(&mut a, &mut da, &s)?;
             let (a, da) = pa.split();
-            df_unified(&X, &mut dx, a, da, &s, 1.0)
+            df_unified(&X, &mut dx, a, da, 1.0)
         };
         s.synchronize()?;
         let c = since(c0);
         let err = take_error();
-        let oke = dx == [0.0; 3] && err.is_some() && c[1] == 2;
+        let oke = dx == [0.0; 3] && err.is_some() && c.augmented_primal == 2;
         match &err {
             Some((first, n)) => println!(
                 "misuse (device handle for unified memory): f = {y}, dx = {dx:?}, {n} errors, the first: {first} -> {}",

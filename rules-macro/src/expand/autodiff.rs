@@ -20,7 +20,7 @@
 use crate::ctxt::Ctxt;
 use crate::model::{AUTODIFF, DEFAULT_CRATE, Kind, MemKind};
 use crate::parse::Rule;
-use crate::plan::Plan;
+use crate::plan::{Order, Plan};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::{GenericParam, Ident, Type};
@@ -129,8 +129,29 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         }
     };
     let [dst, src] = plan.buffer_params();
+    let stream = match plan.order {
+        Order::Stream(s) => s,
+        Order::Comm { .. } => None,
+    };
+    if let Some(si) = stream {
+        let ty = &rule.params[si].ty;
+        if !matches!(ty, Type::Reference(r) if r.mutability.is_none())
+            || !crate::types::is_stream_type(ty)
+        {
+            cx.error_spanned_by(
+                ty,
+                format!("`{AUTODIFF}` takes the stream as `&CudaStream` or `&Arc<CudaStream>`"),
+            );
+        }
+        if extent.dst_kind == MemKind::Host && extent.src_kind == MemKind::Host {
+            cx.error_spanned_by(
+                at,
+                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: both sides are pageable host memory, passed as slices; drop the stream, or declare a side `pinned`, `device` or `unified`"),
+            );
+        }
+    }
     for (i, p) in rule.params.iter().enumerate() {
-        if Some(i) == dst || Some(i) == src {
+        if Some(i) == dst || Some(i) == src || Some(i) == stream {
             continue;
         }
         if !p.cfg.is_empty() {
@@ -170,7 +191,10 @@ fn elem_suffix(ty: &Type) -> Option<Ident> {
 }
 
 /// The C type of another argument: `*const X` for `&X` (no lifetimes or generics inside), the
-/// integer itself for an integer.
+/// integer itself for an integer. (In forward mode, Enzyme uses a custom derivative only if every
+/// argument it treats as constant is a float or an integer: `EnzymeLogic::CreateForwardDiff`
+/// builds its `fixderivative_` wrapper for those, and for a constant pointer differentiates the
+/// body instead. So the stream is no argument: the handles carry it; see docs/autodiff.md.)
 fn c_type(ty: &Type) -> Option<TokenStream> {
     match ty {
         Type::Reference(r)
@@ -184,6 +208,11 @@ fn c_type(ty: &Type) -> Option<TokenStream> {
         }
         _ => None,
     }
+}
+
+/// Whether a stream parameter's type is `&Arc<CudaStream>` (else `&CudaStream`).
+fn is_arc_stream(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if matches!(&*r.elem, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Arc")))
 }
 
 /// One C-level parameter of a bridge: its name, its type, and what the rule gets from it.
@@ -213,7 +242,9 @@ impl Bridges<'_> {
         let primal = Ident::new(&base, Span::call_site());
         let aug = format_ident!("{base}_aug");
         let rev = format_ident!("{base}_rev");
+        let fwd = format_ident!("{base}_fwd");
         let reg = format_ident!("__enzyme_register_gradient_{base}");
+        let reg_fwd = format_ident!("__enzyme_register_derivative_{base}");
         let safe = if self.generic {
             format_ident!("{name}_ad_{suffix}")
         } else {
@@ -230,6 +261,10 @@ impl Bridges<'_> {
             }
         };
         let [dst_i, src_i] = plan.buffer_params();
+        let stream_i = match plan.order {
+            Order::Stream(s) => s,
+            Order::Comm { .. } => None,
+        };
 
         let mut cparams: Vec<CParam> = Vec::new(); // the C signature, in the rule's order
         let mut safe_params = Vec::new(); // the safe function's parameters
@@ -241,6 +276,15 @@ impl Bridges<'_> {
             let n = &prm.name;
             let a = format_ident!("__a_{n}");
             let d = format_ident!("__d_{n}");
+            if Some(i) == stream_i {
+                // The stream: from the handles (`Streams`), not an argument.
+                ctor_args.push(if is_arc_stream(&prm.ty) {
+                    quote!(__s.get()?)
+                } else {
+                    quote!(&**__s.get()?)
+                });
+                continue;
+            }
             let side = if Some(i) == dst_i {
                 Some((0, extent.dst_kind))
             } else if Some(i) == src_i {
@@ -321,7 +365,8 @@ impl Bridges<'_> {
         );
         let extent_expr = quote!([#doff, #soff, #len]);
         let label = name.to_string();
-        let make = quote!(|| #ctor(#(#ctor_args),*));
+        let make =
+            quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#ctor(#(#ctor_args),*)));
         let [dst_side, src_side] = &sides;
         let [dst_p, src_p] = &sides_primal;
         let prim_params = cparams.iter().map(|c| {
@@ -374,12 +419,29 @@ impl Bridges<'_> {
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
+            #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
+            #vis unsafe extern "C" fn #fwd(#(#pair_params),*) {
+                // SAFETY: as the augmented primal's.
+                unsafe { #ad::copy_fwd(#label, #make, #dst_side, #src_side, #extent_expr) }
+            }
+
+            #[doc(hidden)]
+            #[unsafe(no_mangle)]
             #[used]
             #[allow(non_upper_case_globals)]
-            static #reg: #ad::Registration = #ad::Registration([
+            static #reg: #ad::Registration<3> = #ad::Registration([
                 #primal as *const (),
                 #aug as *const (),
                 #rev as *const (),
+            ]);
+
+            #[doc(hidden)]
+            #[unsafe(no_mangle)]
+            #[used]
+            #[allow(non_upper_case_globals)]
+            static #reg_fwd: #ad::Registration<2> = #ad::Registration([
+                #primal as *const (),
+                #fwd as *const (),
             ]);
 
             #[doc = #doc_safe]

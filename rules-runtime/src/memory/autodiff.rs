@@ -20,6 +20,7 @@ use crate::rules::RawCopyRule;
 use cudarc::driver::CudaStream;
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// Which of a pair a handle is.
 const PRIMAL: u32 = 0;
@@ -32,11 +33,15 @@ const SHADOW: u32 = 1;
 ///
 /// Pass the primal as a `Duplicated` argument of the `#[autodiff_reverse]` function and the
 /// shadow as its shadow; inside, hand `&AdBuf` to the rule's `*_ad` function.
+///
+/// A handle also carries the stream its pair was made for: the bridges give it to the rule (a
+/// rule's stream is not an argument of the bridge, see [`Streams`]).
 #[repr(C)]
 pub struct AdBuf<T> {
     ptr: *mut T,
     len: usize,
     partner: *mut T,
+    stream: *const Arc<CudaStream>,
     kind: u32,
     role: u32,
 }
@@ -91,14 +96,14 @@ pub struct AdPair<'a, T> {
 impl<'a, T: Differentiable> AdPair<'a, T> {
     /// Handles for `primal` and its `shadow`, of the same memory kind and length (device, pinned,
     /// unified or pageable host memory: any [`ShadowMemory`]), for rules whose work is ordered
-    /// on `stream` (host memory ignores it).
+    /// on `stream`: the bridges hand it to the rule whose argument the handle is.
     ///
     /// Returns [`Error::UnsupportedKinds`] for two kinds or a CUDA array, and
     /// [`Error::LengthMismatch`] for two lengths.
     pub fn new<B: ShadowMemory<Elem = T> + ?Sized>(
         primal: &'a mut B,
         shadow: &'a mut B,
-        stream: &'a CudaStream,
+        stream: &'a Arc<CudaStream>,
     ) -> crate::Result<Self> {
         Self::make(primal, shadow, Some(stream))
     }
@@ -115,7 +120,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
     fn make<B: ShadowMemory<Elem = T> + ?Sized>(
         primal: &'a mut B,
         shadow: &'a mut B,
-        stream: Option<&'a CudaStream>,
+        stream: Option<&'a Arc<CudaStream>>,
     ) -> crate::Result<Self> {
         let (kind, len) = (primal.kind(), primal.len());
         if shadow.kind() != kind || kind == MemoryKind::Array {
@@ -133,12 +138,15 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
                 found: shadow.len(),
             });
         }
-        let (p, gp) = address(primal, stream)?;
-        let (s, gs) = address(shadow, stream)?;
+        let on = stream.map(|s| &**s);
+        let (p, gp) = address(primal, on)?;
+        let (s, gs) = address(shadow, on)?;
+        let stream = stream.map_or(core::ptr::null(), core::ptr::from_ref);
         let handle = |ptr, partner, role| AdBuf {
             ptr,
             len,
             partner,
+            stream,
             kind: kind_code(kind),
             role,
         };
@@ -186,6 +194,55 @@ pub enum Side<T> {
     Handle(*const AdBuf<T>, *const AdBuf<T>, MemoryKind),
     /// A host slice: its pointer and length, and the pointer in its shadow slot.
     Slice(*mut T, usize, *mut T),
+}
+
+/// The stream of a call's handles, for a rule that has one: the bridge hands it to the rule's
+/// constructor (`make`). Not an argument of the bridge: in forward mode, Enzyme uses a custom
+/// derivative only when every argument it treats as constant is a float or an integer (a
+/// constant pointer, such as a stream, makes it differentiate the body instead).
+#[derive(Clone, Copy)]
+pub struct Streams<'s>(Option<&'s Arc<CudaStream>>);
+
+impl<'s> Streams<'s> {
+    /// The stream, or the error that a rule with a stream got no handle that carries one.
+    pub fn get(self) -> Result<&'s Arc<CudaStream>, AdError> {
+        self.0.ok_or(AdError::Handle {
+            what: "stream",
+            why: "the rule has a stream, which the bridges take from its handles: make them with \
+                  AdPair::new(.., stream)"
+                .into(),
+        })
+    }
+}
+
+/// The stream of the call's handles; an error when two disagree.
+///
+/// # Safety
+/// As [`Side::resolve`].
+unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Streams<'s>, AdError> {
+    let mut found: Option<*const Arc<CudaStream>> = None;
+    for side in [dst, src] {
+        if let Side::Handle(h, _, _) = *side {
+            // SAFETY: a live handle, by this function's contract.
+            let s = unsafe { (*h).stream };
+            if s.is_null() {
+                continue;
+            }
+            match found {
+                // SAFETY: non-null stream pointers of live handles point at the `Arc`s their
+                // pairs borrow.
+                Some(f) if !Arc::ptr_eq(unsafe { &*f }, unsafe { &*s }) => {
+                    return Err(AdError::Handle {
+                        what: "stream",
+                        why: "the dst and src handles were made for two streams".into(),
+                    });
+                }
+                _ => found = Some(s),
+            }
+        }
+    }
+    // SAFETY: as above; the pair (and so the `Arc`) outlives the bridge's call.
+    Ok(Streams(found.map(|s| unsafe { &*s })))
 }
 
 /// What a side became: both pointers (`Duplicated`), or the primal alone (inactive: `Const`).
@@ -296,7 +353,7 @@ fn pattern<T>(d: Resolved<T>, s: Resolved<T>) -> Result<[bool; 2], AdError> {
 /// pointers the sides hold.
 pub unsafe fn copy_primal<'s, T, R>(
     name: &'static str,
-    make: impl FnOnce() -> R,
+    make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
     extent: [usize; 3],
@@ -310,8 +367,55 @@ pub unsafe fn copy_primal<'s, T, R>(
         let d = unsafe { dst.resolve("dst", dst_off, n)? };
         let s = unsafe { src.resolve("src", src_off, n)? };
         let (d, s) = (primal_of(d), primal_of(s));
+        // SAFETY: this function's contract.
+        let mut rule = make(unsafe { streams(&dst, &src)? })?;
         // SAFETY: checked sides; the rule's contract by this function's.
-        unsafe { make().forward(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule)
+        unsafe { rule.forward(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule)
+    });
+}
+
+/// The forward rule of a pointer copy, Enzyme's forward-mode calling convention (each argument
+/// followed by its shadow slot): the rule's `forward` on the resolved activities, `d_dst ←
+/// d_src` (or `← 0` for an inactive source).
+///
+/// # Safety
+/// As [`copy_aug`].
+pub unsafe fn copy_fwd<'s, T, R>(
+    name: &'static str,
+    make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
+    dst: Side<T>,
+    src: Side<T>,
+    extent: [usize; 3],
+) where
+    T: Differentiable,
+    R: RawCopyRule<'s, T>,
+{
+    let [dst_off, src_off, n] = extent;
+    let _ = record((name, Bridge::Fwd), || {
+        // SAFETY: this function's contract.
+        let (dd, ds) = unsafe {
+            (
+                dst.resolve("dst", dst_off, n)?,
+                src.resolve("src", src_off, n)?,
+            )
+        };
+        pattern(dd, ds)?;
+        // SAFETY: this function's contract.
+        let mut rule = make(unsafe { streams(&dst, &src)? })?;
+        // SAFETY: checked sides; the rule's contract by this function's.
+        unsafe {
+            match (dd, ds) {
+                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.forward(
+                    Duplicated::new(d, d_d),
+                    Duplicated::new(s.cast_const(), d_s),
+                ),
+                (Resolved::Dup(d, d_d), Resolved::Const(s)) => {
+                    rule.forward(Duplicated::new(d, d_d), Const(s.cast_const()))
+                }
+                (d, s) => rule.forward(Const(primal_of(d)), Const(primal_of(s).cast_const())),
+            }
+        }
+        .map_err(AdError::Rule)
     });
 }
 
@@ -328,7 +432,7 @@ fn primal_of<T>(r: Resolved<T>) -> *mut T {
 /// As [`copy_primal`], the shadows included.
 pub unsafe fn copy_aug<'s, T, R>(
     name: &'static str,
-    make: impl FnOnce() -> R,
+    make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
     extent: [usize; 3],
@@ -347,7 +451,8 @@ where
             )
         };
         let active = pattern(dd, ds)?;
-        let mut rule = make();
+        // SAFETY: this function's contract.
+        let mut rule = make(unsafe { streams(&dst, &src)? })?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let tape = unsafe {
             match (dd, ds) {
@@ -375,7 +480,7 @@ where
 /// As [`copy_aug`]; `tape` is null or what [`copy_aug`] returned for this call, not used again.
 pub unsafe fn copy_rev<'s, T, R>(
     name: &'static str,
-    make: impl FnOnce() -> R,
+    make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
     extent: [usize; 3],
@@ -401,7 +506,8 @@ pub unsafe fn copy_rev<'s, T, R>(
         if pattern(dd, ds)? != active {
             return Err(AdError::ActivityChanged { what: "dst or src" });
         }
-        let mut rule = make();
+        // SAFETY: this function's contract.
+        let mut rule = make(unsafe { streams(&dst, &src)? })?;
         // SAFETY: checked sides; the rule's contract by this function's.
         unsafe {
             match (dd, ds) {
@@ -420,13 +526,14 @@ pub unsafe fn copy_rev<'s, T, R>(
     });
 }
 
-/// `[primal, augmented primal, reverse]`: what Enzyme's `preserve-nvvm` pass reads from a
-/// `__enzyme_register_gradient_<primal>` static.
+/// What Enzyme's `preserve-nvvm` pass reads from a registration static:
+/// `__enzyme_register_gradient_<primal>` holds `[primal, augmented primal, reverse]`,
+/// `__enzyme_register_derivative_<primal>` holds `[primal, forward]`.
 #[repr(C)]
-pub struct Registration(pub [*const (); 3]);
+pub struct Registration<const N: usize>(pub [*const (); N]);
 
-// SAFETY: three function addresses, never written or dereferenced by Rust code.
-unsafe impl Sync for Registration {}
+// SAFETY: function addresses, never written or dereferenced by Rust code.
+unsafe impl<const N: usize> Sync for Registration<N> {}
 
 #[cfg(test)]
 mod tests {
@@ -466,7 +573,7 @@ mod tests {
         let tape = unsafe {
             copy_aug(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, false),
                 slice(&mut x, &mut dx, false),
                 EXTENT,
@@ -479,7 +586,7 @@ mod tests {
         unsafe {
             copy_rev(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, false),
                 slice(&mut x, &mut dx, false),
                 EXTENT,
@@ -497,7 +604,7 @@ mod tests {
         let tape = unsafe {
             copy_aug(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, false),
                 slice(&mut x, &mut dx, true),
                 EXTENT,
@@ -509,7 +616,7 @@ mod tests {
         unsafe {
             copy_rev(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, false),
                 slice(&mut x, &mut dx, true),
                 EXTENT,
@@ -529,7 +636,7 @@ mod tests {
         let tape = unsafe {
             copy_aug(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, true),
                 slice(&mut x, &mut dx, false),
                 EXTENT,
@@ -541,7 +648,7 @@ mod tests {
         unsafe {
             copy_rev(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, true),
                 slice(&mut x, &mut dx, false),
                 EXTENT,
@@ -565,7 +672,7 @@ mod tests {
         let tape = unsafe {
             copy_aug(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, true),
                 slice(&mut x, &mut dx, true),
                 EXTENT,
@@ -577,7 +684,7 @@ mod tests {
         unsafe {
             copy_rev(
                 "t",
-                || host_copy_rule(3),
+                |_| Ok(host_copy_rule(3)),
                 slice(&mut y, &mut dy, true),
                 slice(&mut x, &mut dx, true),
                 EXTENT,
@@ -595,7 +702,7 @@ mod tests {
         let tape = unsafe {
             copy_aug(
                 "p",
-                || panicking_rule(3),
+                |_| Ok(panicking_rule(3)),
                 slice(&mut y, &mut dy, false),
                 slice(&mut x, &mut dx, false),
                 EXTENT,
