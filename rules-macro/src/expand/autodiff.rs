@@ -159,7 +159,7 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         } else if c_type(&p.ty).is_none() {
             cx.error_spanned_by(
                 &p.ty,
-                format!("`{AUTODIFF}` passes a rule's other arguments to Enzyme's C calling convention as references (`&CudaStream`) or integers (`usize`, ...); `{}` is neither", crate::types::show(&p.ty)),
+                format!("`{AUTODIFF}` passes a rule's other arguments to Enzyme's C calling convention as references (`&X`, passed as `*const X`) or integers (`usize`, ...); `{}` is neither", crate::types::show(&p.ty)),
             );
         }
     }
@@ -382,7 +382,10 @@ impl Bridges<'_> {
             .collect();
         let vis = &rule.func.vis;
         let doc_safe = format!(
-            " `{name}` for Rust's `std::autodiff`: call it inside an `#[autodiff_reverse]` function; Enzyme runs `{ctor}`'s augmented primal and reverse for it. A failure is recorded for `rules_runtime::autodiff::take_error` (nothing is copied)."
+            " `{name}` for Rust's `std::autodiff`: call it inside an `#[autodiff_reverse]` or `#[autodiff_forward]` function; Enzyme runs `{ctor}`'s augmented primal and reverse, or its forward rule, for it. A failure is recorded for `rules_runtime::autodiff::take_error` (nothing is copied)."
+        );
+        let doc_c_safety = format!(
+            " Called by `{safe}` (references) and by Enzyme's derivatives (their shadows)."
         );
         let doc_c = format!(
             " The `extern \"C\"` primal of `{name}` (element `{suffix}`) that Enzyme sees; call `{safe}`."
@@ -391,7 +394,7 @@ impl Bridges<'_> {
             #[doc = #doc_c]
             ///
             /// # Safety
-            /// Called by `#safe` (references) and by Enzyme's derivatives (their shadows).
+            #[doc = #doc_c_safety]
             #[unsafe(no_mangle)]
             #[inline(never)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc)]
