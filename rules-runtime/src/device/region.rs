@@ -2,8 +2,8 @@
 //! `shadow.cu`, and `cuMemcpy3DAsync` for staging a box through linear memory). Every function
 //! binds the stream's context first.
 //!
-//! The deterministic sum of a box (its kernels, partials and target) is in `sum`; the launch
-//! shapes it depends on (`walk_sum`) are here, with the other kernels'.
+//! The deterministic sum of a box (its kernels, partials, target and launch shape) is in `sum`;
+//! the launch shapes of the other kernels are here.
 
 mod boxes;
 mod sum;
@@ -16,11 +16,12 @@ pub(crate) use boxes::{
 pub(crate) use sum::{SUMS, dtype_index, sum_partials};
 use sum::{SumTo, sum};
 
-use super::kernels::{THREADS, bind, real_kernel};
+use super::kernels::{self, THREADS, bind, real_kernel};
 use super::pool;
 use crate::cuda::driver;
 use crate::element::Dtype;
 use crate::error::Result;
+use crate::ops::{FUSED_SPLIT_BYTES, STREAMING_ZERO_BYTES};
 use cudarc::driver::{CudaStream, sys};
 
 /// One side of a box in device-reachable memory: the byte address of its first element and its
@@ -35,7 +36,8 @@ pub(crate) struct Side {
 /// The box's shape in elements: width, height, depth.
 pub(crate) type Shape = (u64, u64, u64);
 
-/// The kernels' `Walk` (shadow.cu): the box shape and the threads per row, as log2.
+/// The kernels' `Walk` (shadow.cu): the box shape and the threads per row, as log2; for the
+/// sum's vector path (`vec` = 1), the reals of every row before its first 16-byte boundary.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Walk {
@@ -43,6 +45,8 @@ struct Walk {
     height: u64,
     depth: u64,
     tpr_log2: u32,
+    head: u32,
+    vec: u32,
 }
 
 /// Blocks at most in one region launch. Every kernel strides over what its grid does not cover.
@@ -72,6 +76,8 @@ fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
         height: h,
         depth: d,
         tpr_log2: tpr.trailing_zeros(),
+        head: 0,
+        vec: 0,
     };
     (walk, gx as u32, gy as u32)
 }
@@ -81,9 +87,10 @@ fn walk(shape: Shape) -> (Walk, u32, u32) {
     walk_with(shape, 4, MAX_BLOCKS)
 }
 
-/// The shape of the reduction: up to [`SUM_BLOCKS`] blocks.
-fn walk_sum(shape: Shape) -> (Walk, u32, u32) {
-    walk_with(shape, 16, SUM_BLOCKS)
+/// Whether a side's box is one run of elements: its rows follow each other without padding, and
+/// so do its slices.
+fn packed(side: &Side, (w, h, d): Shape) -> bool {
+    h * d == 1 || (side.row == w && (d == 1 || side.slice == w * h))
 }
 
 /// Launches `f` with `params` on `stream` over the grid of `walk`.
@@ -132,6 +139,27 @@ unsafe fn launch_accumulate(
 ) -> Result<()> {
     if empty(shape) {
         return Ok(());
+    }
+    if packed(&acc, shape) && packed(&src, shape) {
+        // One run of elements on each side: the whole-buffer kernels, which are level with
+        // PyTorch's, and above FUSED_SPLIT_BYTES the same split as the whole-buffer reverse.
+        let n = (shape.0 * shape.1 * shape.2) as usize;
+        let bytes = n * dtype.size();
+        // SAFETY: both runs hold `n` elements (the boxes, packed), valid on `stream` by the
+        // caller's contract; disjoint, or the same box without `zero_src` (the caller returns
+        // early for the same box with it).
+        return unsafe {
+            if zero_src && bytes >= FUSED_SPLIT_BYTES {
+                kernels::launch_accumulate(stream, dtype, acc.addr, src.addr, n, false)?;
+                if bytes >= STREAMING_ZERO_BYTES {
+                    kernels::zero_streaming(stream, src.addr, bytes)
+                } else {
+                    kernels::memset_zero(stream, src.addr, bytes)
+                }
+            } else {
+                kernels::launch_accumulate(stream, dtype, acc.addr, src.addr, n, zero_src)
+            }
+        };
     }
     let loaded = pool::kernels(stream.context())?;
     let (index, reals) = real_kernel(dtype);
@@ -357,6 +385,9 @@ pub(crate) unsafe fn copy_box(
         .map_err(driver("cuMemcpy3DAsync (region staging)"))
 }
 
+/// Elements per thread of the `array_pass_*` kernels: `ARRAY_PASS_ELEMS` in `shadow.cu`.
+const PASS_ELEMS: u64 = 4;
+
 /// Where a box of a CUDA array is, for [`array_box`]: the array's surface object, the
 /// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
 /// first element.
@@ -443,9 +474,16 @@ unsafe fn array_box(
             SurfaceOp::Zero => 7,
             SurfaceOp::Pass { .. } => 11,
         };
+        // A pass kernel takes PASS_ELEMS elements per thread, a block's height apart (a block's
+        // width for 1D arrays).
+        let (ex, ey) = match op {
+            SurfaceOp::Zero => (1, 1),
+            SurfaceOp::Pass { .. } if h == 1 => (PASS_ELEMS, 1),
+            SurfaceOp::Pass { .. } => (1, PASS_ELEMS),
+        };
         let grid = (
-            w.div_ceil(block.0) as u32,
-            h.div_ceil(block.1) as u32,
+            w.div_ceil(block.0 * ex) as u32,
+            h.div_ceil(block.1 * ey) as u32,
             slab as u32,
         );
         // SAFETY: `params` matches the kernel (`surface_zero_b*`: u64, u32, i32 × 5;
