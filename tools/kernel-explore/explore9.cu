@@ -7,7 +7,9 @@
 //   nvcc -O2 -o explore9 explore9.cu -lcuda                                         (on the GPU machine)
 //   ./explore9 old:old.ptx:1 new:shadow.ptx:4 v8:v8.ptx:8 ...   [--once: each kernel once, for ncu]
 //
-// NAME:FILE:E, E = ARRAY_PASS_ELEMS of that build (1 for the old PTX, whose Walk has no head/vec).
+// NAME:FILE:E[:b], E = ARRAY_PASS_ELEMS of that build (1 for the old PTX, whose Walk has no
+// head/vec); b: narrow boxes get the batched grid of the final region.rs (grid.x counts batches
+// of PASS_ROWS = 8 rows for the accumulate kernel, SUM_NARROW_ROWS = 8 for the sum).
 // Timing as in the benches: CUDA events around k back-to-back launches, 3 warm-ups, median of 21.
 #include <cuda.h>
 #include <algorithm>
@@ -42,10 +44,13 @@ static u64 next_pow2(u64 x) { u64 p = 1; while (p < x) p <<= 1; return p; }
 static u64 ilog2(u64 x) { u64 l = 0; while (x >>= 1) l++; return l; }
 
 // region.rs walk_with.
-static void walk_with(u64 w, u64 h, u64 d, u64 passes, u64 cap, unsigned& tl, unsigned& gx, unsigned& gy) {
+static void walk_with(u64 w, u64 h, u64 d, u64 passes, u64 cap, unsigned& tl, unsigned& gx, unsigned& gy,
+                      u64 batch = 1) {
     u64 tpr = w < 128 ? next_pow2(w) : std::min<u64>(std::max<u64>(1ull << ilog2(w / 4), 32), 256);
     u64 rpb = 256 / tpr;
     u64 y = std::min<u64>(std::max<u64>((w + tpr * passes - 1) / (tpr * passes), 1), std::min<u64>(65535, cap));
+    if (y * tpr < w) batch = 1;
+    rpb *= batch;
     u64 x = std::min<u64>(std::max<u64>((h * d + rpb - 1) / rpb, 1), std::max<u64>(cap / y, 1));
     tl = (unsigned)ilog2(tpr);
     gx = (unsigned)x;
@@ -86,6 +91,7 @@ struct Mod {
     CUmodule m;
     int elems;  // ARRAY_PASS_ELEMS
     bool old;
+    bool batched;
     CUfunction fn(const char* n) {
         CUfunction f;
         CK(cuModuleGetFunction(&f, m, n));
@@ -132,7 +138,7 @@ static SumRun run_sum(Mod& M, const char* dt, int size, CUdeviceptr p, u64 w, u6
             walk_with((W - head) / per, H, D, vec_passes, cap, tl, gx, gy);
             wn = WalkNew{W, H, D, tl, (unsigned)head, 1};
         } else {
-            walk_with(W, H, D, 16, cap, tl, gx, gy);
+            walk_with(W, H, D, 16, cap, tl, gx, gy, M.batched ? 8 : 1);
             wn = WalkNew{W, H, D, tl, 0, 0};
         }
     }
@@ -162,8 +168,10 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--once")) { once = true; continue; }
         std::string s = argv[i];
-        size_t c1 = s.find(':'), c2 = s.rfind(':');
         Mod M;
+        M.batched = s.size() > 2 && s.substr(s.size() - 2) == ":b";
+        if (M.batched) s = s.substr(0, s.size() - 2);
+        size_t c1 = s.find(':'), c2 = s.rfind(':');
         M.name = s.substr(0, c1);
         std::string file = s.substr(c1 + 1, c2 - c1 - 1);
         M.elems = atoi(s.substr(c2 + 1).c_str());
@@ -276,7 +284,7 @@ int main(int argc, char** argv) {
         for (B b : {B{3, 1ull << 22, 4}, B{5, 1ull << 22, 7}, B{1, 1ull << 24, 3}, B{333, 65536, 347}, B{8191, 4096, 8197}}) {
             if (once && b.w != 3) continue;
             unsigned tl, gx, gy;
-            walk_with(b.w, b.h, 1, 4, 65536, tl, gx, gy);
+            walk_with(b.w, b.h, 1, 4, 65536, tl, gx, gy, M.batched ? 8 : 1);
             WalkNew wn{b.w, b.h, 1, tl, 0, 0};
             WalkOld wo{b.w, b.h, 1, tl};
             u64 sl = b.row * b.h;
@@ -313,7 +321,7 @@ int main(int argc, char** argv) {
             struct Bk { unsigned bx, by; };
             std::vector<Bk> blocks = a.h == 1 ? std::vector<Bk>{{256, 1}} : std::vector<Bk>{{16, 16}};
             if (!M.old && a.h > 1) blocks = {{16, 16}, {32, 8}, {64, 4}, {32, 16}};
-            if (once) blocks.resize(1);
+            if (once) blocks = {blocks.size() > 2 ? blocks[2] : blocks[0]};
             for (Bk bk : blocks) {
                 int E = M.elems;
                 unsigned ex = bk.by == 1 ? E : 1, ey = bk.by == 1 ? 1 : E;

@@ -57,9 +57,12 @@ const SUM_BLOCKS: u64 = 1 << 11;
 
 /// The launch shape for a box of `(w, h, d)` launch units: a power-of-two number of threads per
 /// row (up to a block), row groups over grid.x, column chunks over grid.y, each thread taking
-/// `passes` columns of a row, and at most `cap` blocks. It depends on the box only, never on
-/// the device: the sum's order of additions follows from it.
-fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
+/// `passes` columns of a row, and at most `cap` blocks. Where the rows are narrow (a thread has
+/// at most one column of each), the kernel takes `batch` rows per thread at a time (its
+/// `PASS_ROWS`, `SUM_NARROW_ROWS`: 1 for kernels without narrow batches), and grid.x counts
+/// batches. It depends on the box only, never on the device: the sum's order of additions
+/// follows from it.
+fn walk_with((w, h, d): Shape, passes: u64, cap: u64, batch: u64) -> (Walk, u32, u32) {
     // Narrow rows: the next power of two (a 3-wide row takes 4 threads). Wider rows: about a
     // quarter of the row per thread group, so that the last pass over a row leaves few threads
     // idle (333 columns take 64 threads, six passes, not 256 threads and two).
@@ -70,7 +73,10 @@ fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
     };
     let rows_per_block = u64::from(THREADS) / tpr;
     let gy = w.div_ceil(tpr * passes).clamp(1, 65535.min(cap));
-    let gx = (h * d).div_ceil(rows_per_block).clamp(1, (cap / gy).max(1));
+    let batch = if gy * tpr >= w { batch } else { 1 };
+    let gx = (h * d)
+        .div_ceil(rows_per_block * batch)
+        .clamp(1, (cap / gy).max(1));
     let walk = Walk {
         width: w,
         height: h,
@@ -82,10 +88,15 @@ fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
     (walk, gx as u32, gy as u32)
 }
 
-/// The shape of the element-wise kernels: four columns per thread, up to [`MAX_BLOCKS`].
+/// The shape of the fill kernels: four columns per thread, up to [`MAX_BLOCKS`].
 fn walk(shape: Shape) -> (Walk, u32, u32) {
-    walk_with(shape, 4, MAX_BLOCKS)
+    walk_with(shape, 4, MAX_BLOCKS, 1)
 }
+
+/// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
+/// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
+const PASS_ROWS: u64 = 8;
+const PASS_ROWS_V: u64 = 4;
 
 /// Whether a side's box is one run of elements: its rows follow each other without padding, and
 /// so do its slices.
@@ -183,8 +194,8 @@ unsafe fn launch_accumulate(
     } else {
         (loaded.region[0][index], 1)
     };
-    let (walk, gx, gy) = walk((w / unit, h, d));
-    let mut walk = walk;
+    let batch = if vec { PASS_ROWS_V } else { PASS_ROWS };
+    let (mut walk, gx, gy) = walk_with((w / unit, h, d), 4, MAX_BLOCKS, batch);
     let (mut pa, mut ar, mut asl) = (a.addr, a.row / unit, a.slice / unit);
     let (mut ps, mut sr, mut ssl) = (s.addr, s.row / unit, s.slice / unit);
     let mut zero = u32::from(zero_src);
@@ -434,9 +445,16 @@ unsafe fn array_box(
         SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
     };
     let (w, h, d) = shape;
-    // Rows of a 1D array take whole blocks; boxes of 2D and 3D arrays take 16 × 16 tiles (the
-    // faster shape for 16-byte elements, the same for 4-byte ones: docs/arrays.md).
-    let block = if h == 1 { (256, 1) } else { (16, 16) };
+    // Rows of a 1D array take whole blocks. Boxes of 2D and 3D arrays: the zeroing kernel takes
+    // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
+    // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
+    // tile's height apart (so 64 × 16 elements: 0.74× the time of 16 × 16 threads taking one
+    // element each at 8192 × 4096 f32, docs/performance.md).
+    let block = match op {
+        _ if h == 1 => (256, 1),
+        SurfaceOp::Zero => (16, 16),
+        SurfaceOp::Pass { .. } => (64, 4),
+    };
     // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
     let (mut surface, mut dims) = (b.surface, b.dims);

@@ -163,13 +163,18 @@ extern "C" __global__ void empty_kernel() {}
 // leave most of a block idle. grid.x strides over row groups, grid.y over column chunks (for a
 // few very wide rows). Where a thread has at most one column of each row (narrow rows:
 // tpr * grid.y >= width), it takes several rows at once instead of several columns, so that a
-// 3-wide box keeps as many loads in flight per thread as a wide one. The launch shape depends on
-// the box only (for the sum's vector path, also on where its rows start modulo 16 bytes), never
-// on the device, which is what makes the sum below deterministic.
+// 3-wide box keeps as many loads in flight per thread as a wide one: a block takes R row groups
+// that follow each other in memory (`Walk::batches`), and the runtime sizes grid.x for R. The
+// launch shape depends on the box only (for the sum's vector path, also on where its rows start
+// modulo 16 bytes), never on the device, which is what makes the sum below deterministic.
 
-// Rows a thread loads before it stores any, for narrow rows (accumulate kernels).
+// Rows a thread loads before it stores any, for narrow rows (accumulate kernels, elements and
+// 16-byte vectors); the runtime's grid (region.rs) assumes these values.
 #ifndef PASS_ROWS
-#define PASS_ROWS 4
+#define PASS_ROWS 8
+#endif
+#ifndef PASS_ROWS_V
+#define PASS_ROWS_V 4
 #endif
 
 struct Walk {
@@ -204,6 +209,17 @@ struct Walk {
         u64 y, z;
         yz(r, y, z);
         return z * slice + y * pitch;
+    }
+
+    // Narrow rows: calls f(first_row, row_step) for each batch of R rows this thread takes,
+    // rows first + k * row_step for k < R (those below n_rows()): the block's R row groups lie
+    // next to each other, and the grid strides over such runs.
+    template <int R, typename F>
+    __device__ __forceinline__ void batches(F f) const {
+        const u64 rpb = blockDim.x >> tpr_log2, n = n_rows();
+        const u64 local = threadIdx.x >> tpr_log2;
+        for (u64 base = (u64)blockIdx.x * R * rpb; base < n; base += (u64)gridDim.x * R * rpb)
+            f(base + local, rpb);
     }
 
     // Calls f(row_in_box, slice, first_column, column_step) for each row this thread takes part
@@ -249,8 +265,8 @@ template <typename A, typename B> struct pick<false, A, B> { typedef B type; };
 // acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element (T::S) or
 // per 16-byte vector (T::V, used when both sides' addresses and pitches are 16-byte aligned and
 // the row is a whole number of vectors). Wide rows: up to four columns are loaded before any is
-// stored; narrow rows: PASS_ROWS rows. A thread reads each of its elements before writing it, so
-// the same box on both sides (a self-copy's reverse) is safe.
+// stored; narrow rows: PASS_ROWS rows (PASS_ROWS_V for vectors). A thread reads each of its
+// elements before writing it, so the same box on both sides (a self-copy's reverse) is safe.
 template <typename T, bool VEC>
 __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, void* src, u64 spitch,
                                             u64 sslice, Walk w, unsigned zero_src) {
@@ -261,30 +277,30 @@ __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, v
     P* s = (P*)src;
     const u64 width = w.width;
     if (w.step() >= width) {
-        const u64 x = w.first(), n = w.n_rows(), rs = w.row_step();
+        const int R = VEC ? PASS_ROWS_V : PASS_ROWS;
+        const u64 x = w.first(), n = w.n_rows();
         if (x >= width) return;
-        for (u64 r = w.row0(); r < n; r += PASS_ROWS * rs) {
-            P va[PASS_ROWS], vs[PASS_ROWS];
-            u64 oa[PASS_ROWS], os[PASS_ROWS];
+        w.batches<R>([&](u64 r, u64 rs) {
+            P va[R], vs[R];
 #pragma unroll
-            for (int k = 0; k < PASS_ROWS; k++) {
+            for (int k = 0; k < R; k++) {
                 if (r + k * rs < n) {
                     u64 y, z;
                     w.yz(r + k * rs, y, z);
-                    oa[k] = z * aslice + y * apitch + x;
-                    os[k] = z * sslice + y * spitch + x;
-                    va[k] = ld(a + oa[k]);
-                    vs[k] = ld(s + os[k]);
+                    va[k] = ld(a + z * aslice + y * apitch + x);
+                    vs[k] = ld(s + z * sslice + y * spitch + x);
                 }
             }
 #pragma unroll
-            for (int k = 0; k < PASS_ROWS; k++) {
+            for (int k = 0; k < R; k++) {
                 if (r + k * rs < n) {
-                    st(a + oa[k], addp<T>(va[k], vs[k]));
-                    if (zero_src) st(s + os[k], zerop<T>((P*)0));
+                    u64 y, z;
+                    w.yz(r + k * rs, y, z);
+                    st(a + z * aslice + y * apitch + x, addp<T>(va[k], vs[k]));
+                    if (zero_src) st(s + z * sslice + y * spitch + x, zerop<T>((P*)0));
                 }
             }
-        }
+        });
         return;
     }
     w.rows([&](u64 y, u64 z, u64 x, u64 step) {
@@ -358,12 +374,16 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   `head` reals, whole 16-byte vectors, then a tail. Each thread loads SUM_VECTORS vectors
 //   before adding any, and adds lane j of every vector into its accumulator j; the head and tail
 //   reals go into one accumulator per component.
-// - narrow rows (at most one column of each row per thread): SUM_ROWS rows at a time, row k of
-//   a batch into accumulator k mod 4.
+// - narrow rows (at most one column of each row per thread): SUM_NARROW_ROWS rows at a time
+//   (Walk::batches), row k of a batch into accumulator k mod 4.
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
+#endif
+// The runtime's grid (sum.rs) assumes this value.
+#ifndef SUM_NARROW_ROWS
+#define SUM_NARROW_ROWS 8
 #endif
 #ifndef SUM_VECTORS
 #define SUM_VECTORS 4
@@ -498,23 +518,23 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
 #pragma unroll
         for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
     if (step >= width) {
-        // Narrow rows: this thread's one column of SUM_ROWS rows at a time.
+        // Narrow rows: this thread's one column of SUM_NARROW_ROWS rows at a time.
         if (first < width) {
-            for (u64 r = r0; r < n; r += SUM_ROWS * rs) {
-                S v[SUM_ROWS][C];
+            w.batches<SUM_NARROW_ROWS>([&](u64 r, u64 rs) {
+                S v[SUM_NARROW_ROWS][C];
 #pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
                     if (r + k * rs < n) {
                         const S* p = src + (w.at(r + k * rs, pitch, slice) + first) * C;
 #pragma unroll
                         for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
                     }
 #pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
                     if (r + k * rs < n)
 #pragma unroll
                         for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
-            }
+            });
         }
     } else {
         // Pitches are in elements; component c of element x is at x * C + c.

@@ -38,6 +38,8 @@ const VEC_MIN_ROW_BYTES: u64 = 2048;
 /// take before a box needs more than one block per row group, up to [`SUM_BLOCKS`] blocks.
 const VEC_PASSES: u64 = 4;
 const SCALAR_PASSES: u64 = 16;
+/// Narrow rows each thread takes at a time: `SUM_NARROW_ROWS` in `shadow.cu`.
+const NARROW_ROWS: u64 = 8;
 
 /// The launch of a reduction: the kernel's walk, its grid, and the strides (in elements) it
 /// walks the box with.
@@ -74,13 +76,13 @@ pub(crate) fn plan(dtype: Dtype, src: Side, shape: Shape) -> Plan {
         && reals >= head + per_vector;
     let (walk, gx, gy) = if vec {
         let vectors = (reals - head) / per_vector;
-        let (mut walk, gx, gy) = walk_with((vectors, h, d), VEC_PASSES, SUM_BLOCKS);
+        let (mut walk, gx, gy) = walk_with((vectors, h, d), VEC_PASSES, SUM_BLOCKS, 1);
         walk.width = w;
         walk.head = head as u32;
         walk.vec = 1;
         (walk, gx, gy)
     } else {
-        walk_with((w, h, d), SCALAR_PASSES, SUM_BLOCKS)
+        walk_with((w, h, d), SCALAR_PASSES, SUM_BLOCKS, NARROW_ROWS)
     };
     Plan {
         walk,
