@@ -448,8 +448,8 @@ unsafe fn array_box(
     // Rows of a 1D array take whole blocks. Boxes of 2D and 3D arrays: the zeroing kernel takes
     // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
     // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
-    // tile's height apart (so 64 × 16 elements: 0.74× the time of 16 × 16 threads taking one
-    // element each at 8192 × 4096 f32, docs/performance.md).
+    // tile's height apart: 256-byte runs of the linear box per row, where 16-wide tiles made
+    // 64-byte runs and were slower (docs/performance.md, issue 23).
     let block = match op {
         _ if h == 1 => (256, 1),
         SurfaceOp::Zero => (16, 16),
