@@ -17,6 +17,7 @@
 //! function returning the runtime's `InImpl` (the plan and a closure calling `Self::name`), which
 //! implements the same trait: the call sites read the same.
 
+mod autodiff;
 mod bodies;
 mod call;
 mod item;
@@ -31,14 +32,12 @@ use crate::fallback;
 use crate::model::DEFAULT_CRATE;
 use crate::parse::{Item, Rule, parse_fn};
 use crate::plan::{Order, Plan};
-use crate::types::{
-    is_comm_type, is_stream_type, mentions_lifetime, name_lifetimes, same_but_lifetimes,
-};
+use crate::types::{is_comm_type, is_stream_type, mentions_generics, name_lifetimes};
 use call::known_outcome;
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, Lifetime, ReturnType, Type};
-use tokens::{bound_at, respan, with_lifetimes_of};
+use tokens::{bound_at, respan};
 
 /// The whole macro: parse → check → generate, or the fallback with the errors.
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -51,19 +50,64 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
+    if let Some((message, stubs)) = misplaced(&rule) {
+        cx.error_spanned_by(&rule.func.sig.ident, message);
+        let errors = cx.take();
+        let func = &rule.func;
+        let stubs = stubs.then(|| fallback::stubs(&rule));
+        return quote!(#func #stubs #errors);
+    }
     let plan = check(&cx, &rule);
+    let bridges = plan.as_ref().and_then(|p| autodiff::check(&cx, &rule, p));
     let errors = cx.take();
     let func = &rule.func;
     match plan {
-        Some(plan) if errors.is_empty() => {
-            let rules = Generator::new(&rule, &plan).generate();
-            quote!(#func #rules)
+        Some(ref plan) if errors.is_empty() => {
+            let rules = Generator::new(&rule, plan).generate();
+            let bridges = bridges.map(|b| b.generate());
+            quote!(#func #rules #bridges)
         }
         _ => {
             let stubs = fallback::stubs(&rule);
             quote!(#func #stubs #errors)
         }
     }
+}
+
+/// A rule written where its item cannot be declared (the macro reads the file around it:
+/// `crate::place`): an inherent `impl` without `in_impl`, a trait impl, a trait. Then only the
+/// function and its stand-in (a function, which such a block can hold) are emitted, with one
+/// error saying what to write: the struct would bring the parser's "struct is not supported in
+/// `trait`s or `impl`s" before it. Returns the error, and whether the stand-in can be emitted (a
+/// trait impl or a trait cannot hold it: the trait does not declare it).
+fn misplaced(rule: &Rule) -> Option<(String, bool)> {
+    use crate::place::{Block, enclosing_item};
+    if rule.has_receiver() {
+        return None; // methods have their own error, wherever they are
+    }
+    let name = &rule.func.sig.ident;
+    let block = enclosing_item(name.span())?;
+    let message = match block {
+        Block::Impl if rule.args.in_impl => return None,
+        Block::Impl => format!(
+            "`{name}` is in an `impl` block, where the rule item cannot be a struct: add `in_impl` to the attribute, `#[derivative_rule({}, in_impl)]`, and call `Self::{}(...)`",
+            rule.args
+                .kind
+                .as_ref()
+                .map_or_else(|| "copy".to_string(), |k| k.ident.to_string()),
+            rule_name(rule),
+        ),
+        Block::TraitImpl | Block::Trait => format!(
+            "`{name}` is in {}, which can hold neither the rule item nor (with `in_impl`) a function the trait does not declare: write the primitive as a free function with the attribute (or in an inherent `impl` with `in_impl`), and call it from here",
+            if block == Block::Trait {
+                "a trait"
+            } else {
+                "a trait impl"
+            },
+        ),
+        Block::Other => return None,
+    };
+    Some((message, block == Block::Impl))
 }
 
 /// The generated item's name: `<name>_rule`, or the attribute's `rule = name`.
@@ -312,19 +356,12 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// The types the rules take activities of, with their elided lifetimes named. Two types that
-    /// differ only in their lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) get
-    /// the same names.
+    /// The types the rules take activities of, with their elided lifetimes named: one name per
+    /// elided lifetime, as the function itself has, so that a caller's two views of unrelated
+    /// lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) fit.
     fn buffer_types(&mut self) -> (Option<Type>, Option<Type>) {
         let dst = self.plan.dst.as_ref().map(|b| self.named(&b.ty));
-        let src = self.plan.src.as_ref().map(|b| match &dst {
-            Some(d) if mentions_lifetime(&b.ty) && same_but_lifetimes(d, &b.ty) => {
-                let mut y = b.ty.clone();
-                name_lifetimes(&mut y, &mut self.fresh.clone());
-                with_lifetimes_of(&y, d)
-            }
-            _ => self.named(&b.ty),
-        });
+        let src = self.plan.src.as_ref().map(|b| self.named(&b.ty));
         (dst, src)
     }
 
@@ -428,11 +465,16 @@ impl<'a> Generator<'a> {
             Type::Reference(r) => ((*r.elem).clone(), arg),
             other => (other.clone(), quote!(&#arg)),
         };
-        let bound = if known {
-            TokenStream::new()
+        // A bound on a type of the rule's own generics goes on the impl (its body needs it);
+        // any other type is checked by the call in the body, at the user's type, so that a
+        // failure is one error there and the impl still exists for its callers.
+        if known {
+            (arg, TokenStream::new())
+        } else if mentions_generics(&ty, &self.rule.func.sig.generics) {
+            (arg, bound_at(&ty, bound))
         } else {
-            bound_at(&ty, bound)
-        };
-        (arg, bound)
+            let at = tokens::first_span(&ty);
+            (respan(arg, at), TokenStream::new())
+        }
     }
 }

@@ -79,10 +79,13 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             if x != y {
                 // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
-                bounds.extend(buffer_bound(
-                    y,
-                    &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
-                ));
+                // A cudarc buffer's element is named as its type argument (which `x`'s own bound
+                // states): a projection of a concrete type overflows the solver.
+                let target = match element_of(x) {
+                    Some(e) if known_buffer_name(x) => quote!(#e),
+                    _ => quote!(<#x as #p::ShadowRead>::Elem),
+                };
+                bounds.extend(buffer_bound(y, &quote!(#p::CollectiveSrc<Elem = #target>)));
             }
             collective_parts(g, "CollectiveRule", quote!(#x, #y), order, bounds)
                 .inputs(quote!(__d: &mut #x, __s: &#y))
@@ -154,8 +157,14 @@ pub(super) fn checked_by_trait(x: &Type) -> bool {
 
 /// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
 fn known_buffer(x: &Type) -> bool {
+    known_buffer_name(x) && element_of(x).is_some_and(known_elem)
+}
+
+/// Whether `x` is one of [`KNOWN_BUFFERS`] by name, whatever its element: its element is its
+/// type argument, which a bound can name instead of a projection (`<CudaSlice<Real> as
+/// ShadowRead>::Elem` in a `where` clause sends the solver into an overflow).
+fn known_buffer_name(x: &Type) -> bool {
     matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
-        && element_of(x).is_some_and(known_elem)
 }
 
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
@@ -175,13 +184,20 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            // A cudarc buffer of an element the macro cannot name (`T`, an alias): the bound
+            // says its element, which a bare bound would hide from the solver behind the
+            // `where` clause.
+            (None, None) if known_buffer_name(x) && element_of(x).is_some() => {
+                let e = element_of(x);
+                out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>)));
+            }
             (None, None) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
         }
     }
     let elem = |t: &'a Type| {
         host_container_elem(t)
             .or_else(|| array_elem(t))
-            .or_else(|| known_buffer(t).then(|| element_of(t)).flatten())
+            .or_else(|| known_buffer_name(t).then(|| element_of(t)).flatten())
     };
     let (de, se) = (elem(dst), elem(src));
     let compare = match (de, se) {
@@ -200,7 +216,12 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    let mut out = buffer_bound(buffer, &quote!(#p::#bound));
+    let mut out = match element_of(buffer) {
+        Some(e) if known_buffer_name(buffer) => {
+            buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>))
+        }
+        _ => buffer_bound(buffer, &quote!(#p::#bound)),
+    };
     match element_of(buffer) {
         Some(e) if elem_name(e).is_some_and(|n| NCCL_ELEMENTS.contains(&n.as_str())) => {}
         Some(e) => out.extend(bound_at(e, &quote!(#p::NcclElement))),
@@ -219,7 +240,19 @@ pub(super) fn memory_kind(p: &TokenStream, k: crate::model::MemKind) -> TokenStr
 
 /// The parameter `i` as the generated code reaches it, or `0usize` when there is none.
 pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
-    i.map_or_else(|| quote!(0usize), |i| g.arg(i))
+    let Some(i) = i else {
+        return quote!(0usize);
+    };
+    // Through `extent`, bounded at the user's type: an alias of `usize` passes, anything else
+    // is one error there (the macro only refuses what it can tell by name).
+    let arg = g.arg(i);
+    let ty = &g.rule.params[i].ty;
+    if crate::check::usize_by_name(ty) == Some(true) {
+        return arg;
+    }
+    let p = &g.p;
+    let at = super::tokens::first_span(ty);
+    super::tokens::respan(quote!(#p::extent(#arg)), at)
 }
 
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.

@@ -2,10 +2,12 @@
 //! checks report, what the expansion and its docs contain, and property tests that the macro
 //! never panics, whatever it is given.
 
+mod autodiff;
 mod check;
 mod docs;
 mod expand;
 mod inputs;
+mod place;
 mod props;
 
 use crate::expand::derivative_rule;

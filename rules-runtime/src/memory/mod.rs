@@ -8,8 +8,10 @@
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
 pub mod array;
+pub(crate) mod autodiff;
 pub mod device;
 pub mod host;
+pub mod linear;
 pub mod pinned;
 pub mod raw;
 pub(crate) mod rows;
