@@ -10,6 +10,11 @@
 //! `N` tangents); in reverse mode [`Const`] or [`Active`] (the value whose derivative the reverse
 //! rule returns, one per lane of the destination: a `[T; N]`).
 //!
+//! A source's primal is only read, so it may be read-only memory: `Duplicated::new(&x_view,
+//! &mut dx_view)` with `x_view: CudaView` (what cudarc's copies take for a source) and `dx_view:
+//! CudaViewMut` or `dx: CudaSlice`, since a shadow is written. [`SrcArg::Shadow`] names the
+//! shadows' type.
+//!
 //! ```
 //! use rules_runtime::{Const, Duplicated};
 //! let x = [1.0f32, 2.0];
@@ -245,8 +250,8 @@ pub trait DstArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an activity for a source of type `&{X}`",
     label = "expected `Const(&x)`, `Duplicated::new(&x, &mut dx)` or `DuplicatedOnly::new(&x, &mut dx)`",
-    note = "a source's primal is `&{X}`; its shadows are `&mut {X}` (the reverse pass accumulates into them): write `&mut dx`, not `&dx`",
-    note = "a source in cudarc device memory may have shadows of another writable cudarc type: `&CudaView<T>` or `&CudaSlice<T>` with `&mut CudaViewMut<T>` shadows, `&CudaView<T>` or `&CudaViewMut<T>` with `&mut CudaSlice<T>` shadows"
+    note = "a source's primal is `&{X}`, its shadows `&mut` (the reverse pass accumulates into them): write `Duplicated::new(&x, &mut dx)`, not `&dx`",
+    note = "a shadow has its primal's type, or, in cudarc device memory, another writable cudarc type: a `&CudaView<T>` or `&CudaSlice<T>` source takes `&mut CudaViewMut<T>` shadows, a `&CudaView<T>` or `&CudaViewMut<T>` source `&mut CudaSlice<T>` shadows"
 )]
 pub trait SrcArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     /// The buffer type of the shadows: `X`, or, for a source in cudarc device memory, the
@@ -368,6 +373,12 @@ other_shadow! {
     ['a, T] CudaView<'a, T> => CudaSlice<T>;
     ['b, T] CudaSlice<T> => CudaViewMut<'b, T>;
     ['a, T] CudaViewMut<'a, T> => CudaSlice<T>;
+}
+// A host stand-in for the pairs above, in this crate's unit tests only: the bodies' path for a
+// shadow of another type than its primal runs without a GPU (`rules/tests.rs`).
+#[cfg(test)]
+other_shadow! {
+    [T] Vec<T> => [T];
 }
 
 /// An activity-annotated destination pointer `*mut T` of a pointer-shaped copy rule.

@@ -344,7 +344,13 @@ where
     let (op, sx, sy) = check(&c, &src_side(&src, w), &Side::absent(w))?;
     check_tape(&tape, self::tape(&c, op, sx, sy, w))?;
     for k in 0..w {
-        reverse_lane::<_, CudaSlice<Y::Elem>, S::Shadow>(c.comm, op, (sx, sy), src.lane_mut(k), None)?;
+        reverse_lane::<_, CudaSlice<Y::Elem>, S::Shadow>(
+            c.comm,
+            op,
+            (sx, sy),
+            src.lane_mut(k),
+            None,
+        )?;
     }
     Ok(())
 }

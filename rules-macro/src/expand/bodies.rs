@@ -154,8 +154,15 @@ pub(super) fn checked_by_trait(x: &Type) -> bool {
 
 /// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
 fn known_buffer(x: &Type) -> bool {
-    matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
-        && element_of(x).is_some_and(known_elem)
+    named_buffer_elem(x).is_some_and(known_elem)
+}
+
+/// The element of a buffer the macro knows by name ([`KNOWN_BUFFERS`]), whatever the element:
+/// a bound on such a buffer says its `Elem`, since a bare bound (`CudaSlice<T>: ShadowMemory`)
+/// would hide the impl's `Elem = T` from the solver, and `T` would not match the other buffer's.
+fn named_buffer_elem(x: &Type) -> Option<&Type> {
+    let named = matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())));
+    named.then(|| element_of(x)).flatten()
 }
 
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
@@ -175,7 +182,10 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
-            (None, None) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
+            (None, None) => match named_buffer_elem(x) {
+                Some(e) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+                None => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
+            },
         }
     }
     let elem = |t: &'a Type| {
@@ -200,7 +210,10 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    let mut out = buffer_bound(buffer, &quote!(#p::#bound));
+    let mut out = match named_buffer_elem(buffer).filter(|e| !known_elem(e)) {
+        Some(e) => buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>)),
+        None => buffer_bound(buffer, &quote!(#p::#bound)),
+    };
     match element_of(buffer) {
         Some(e) if elem_name(e).is_some_and(|n| NCCL_ELEMENTS.contains(&n.as_str())) => {}
         Some(e) => out.extend(bound_at(e, &quote!(#p::NcclElement))),

@@ -71,7 +71,12 @@ where
         if let (Some(dd), Some(ds), None) = (dst.lane(k), src.lane(k), src.lane_as_primal(k)) {
             if boxes.value {
                 let home = ds.home_stream().map(|s| &**s);
-                refuse_call_in_capture(on, home, "the forward of a fill from a value buffer whose shadows are of another type", true)?;
+                refuse_call_in_capture(
+                    on,
+                    home,
+                    "the forward of a fill from a value buffer whose shadows are of another type",
+                    true,
+                )?;
             } else {
                 check_pair(on, dd, ds)?;
             }

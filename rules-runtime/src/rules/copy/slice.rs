@@ -54,7 +54,8 @@ where
 /// `DuplicatedOnly`), then for each lane `k`: `d_dst[k] ← d_src[k]` through the primal copy itself
 /// (same direction, same stream), or `d_dst[k] ← 0` when `src` is `Const`. A source shadow the
 /// primitive cannot take (of another type than the primal, as `&mut CudaViewMut` for a
-/// `&CudaView` source) is copied by the runtime instead: `d_dst[k] ← 0`, then `d_dst[k] += d_src[k]`.
+/// `&CudaView` source) is copied by the runtime instead: `d_dst[k] ← 0`, then
+/// `d_dst[k] += d_src[k]` (equal values; a `-0.0` arrives as `+0.0`).
 pub fn copy_forward<X, Y, D, S, F, R>(on: On<'_>, mut dst: D, src: S, mut primal: F) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
