@@ -331,8 +331,8 @@ fn pitched_copy_from_a_read_only_view() {
         let want = if src_box(i) { 2.0 * dx0[i] } else { dx0[i] };
         assert_eq!(hdx[i], want, "dx[{i}] += dy (which held dx)");
     }
-    for i in 0..dp * h {
-        assert_eq!(hdy[i], if dst_box(i) { 0.0 } else { -1.0 }, "dy[{i}]");
+    for (i, d) in hdy.iter().enumerate() {
+        assert_eq!(*d, if dst_box(i) { 0.0 } else { -1.0 }, "dy[{i}]");
     }
 }
 
