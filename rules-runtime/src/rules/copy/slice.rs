@@ -74,15 +74,21 @@ where
         let lanes = (0..D::WIDTH).map(|k| (dst.lane(k), src.lane(k)));
         plan_lanes::<X, S::Shadow>(on, lanes, false)?
     };
-    let mut copies = (0..D::WIDTH)
-        .map(|k| match (dst.lane(k), src.lane(k)) {
-            (Some(dd), Some(ds)) if src.lane_as_primal(k).is_none() && !same(k) => {
-                let zero = ops::plan::<X, X>(on, Op::Zero, dd, None)?;
-                Ok(Some((zero, ops::plan(on, Op::Accumulate, dd, Some(ds))?)))
-            }
-            _ => Ok(None),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    // The lanes the runtime copies (none, and no allocation, when every shadow has the primal's
+    // type): two plans each, made with the others before the first write.
+    let by_runtime = |k: usize| src.lane(k).is_some() && src.lane_as_primal(k).is_none();
+    let mut copies = Vec::new();
+    if (0..D::WIDTH).any(by_runtime) {
+        copies = (0..D::WIDTH)
+            .map(|k| match (dst.lane(k), src.lane(k)) {
+                (Some(dd), Some(ds)) if by_runtime(k) && !same(k) => {
+                    let zero = ops::plan::<X, X>(on, Op::Zero, dd, None)?;
+                    Ok(Some((zero, ops::plan(on, Op::Accumulate, dd, Some(ds))?)))
+                }
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+    }
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
@@ -91,7 +97,10 @@ where
         match (plan, src.lane(k)) {
             (Some(p), _) => p.run::<X, X>(dd, Source::None)?,
             (None, Some(_)) if same(k) => {} // self-copy: identity
-            (None, Some(ds)) => match (src.lane_as_primal(k), copies[k].take()) {
+            (None, Some(ds)) => match (
+                src.lane_as_primal(k),
+                copies.get_mut(k).and_then(Option::take),
+            ) {
                 (Some(ds), _) => primal(dd, ds).into_result()?,
                 (None, Some((zero, add))) => {
                     zero.run::<X, X>(dd, Source::None)?;
