@@ -6,6 +6,7 @@
 
 mod array;
 mod buffers;
+pub use buffers::usize_by_name;
 mod collective;
 mod copy;
 mod region;

@@ -31,14 +31,12 @@ use crate::fallback;
 use crate::model::DEFAULT_CRATE;
 use crate::parse::{Item, Rule, parse_fn};
 use crate::plan::{Order, Plan};
-use crate::types::{
-    is_comm_type, is_stream_type, mentions_lifetime, name_lifetimes, same_but_lifetimes,
-};
+use crate::types::{is_comm_type, is_stream_type, mentions_generics, name_lifetimes};
 use call::known_outcome;
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, Lifetime, ReturnType, Type};
-use tokens::{bound_at, respan, with_lifetimes_of};
+use tokens::{bound_at, respan};
 
 /// The whole macro: parse → check → generate, or the fallback with the errors.
 pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -51,6 +49,26 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
+    if !rule.args.in_impl
+        && !rule.has_receiver()
+        && crate::place::in_impl_block(rule.func.sig.ident.span())
+    {
+        // Only the function and its stand-in (a function, which an `impl` can hold): the
+        // struct would bring the parser's "struct is not supported" before this error.
+        let name = &rule.func.sig.ident;
+        cx.error_spanned_by(
+            name,
+            format!(
+                "`{name}` is in an `impl` block, where the rule item cannot be a struct: add `in_impl` to the attribute, `#[derivative_rule({}, in_impl)]`, and call `Self::{}(...)`",
+                rule.args.kind.as_ref().map_or_else(|| "copy".to_string(), |k| k.ident.to_string()),
+                rule_name(&rule),
+            ),
+        );
+        let errors = cx.take();
+        let func = &rule.func;
+        let stubs = fallback::stubs(&rule);
+        return quote!(#func #stubs #errors);
+    }
     let plan = check(&cx, &rule);
     let errors = cx.take();
     let func = &rule.func;
@@ -312,19 +330,12 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// The types the rules take activities of, with their elided lifetimes named. Two types that
-    /// differ only in their lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) get
-    /// the same names.
+    /// The types the rules take activities of, with their elided lifetimes named: one name per
+    /// elided lifetime, as the function itself has, so that a caller's two views of unrelated
+    /// lifetimes (`&mut CudaViewMut<'_, T>` ← `&CudaViewMut<'_, T>`) fit.
     fn buffer_types(&mut self) -> (Option<Type>, Option<Type>) {
         let dst = self.plan.dst.as_ref().map(|b| self.named(&b.ty));
-        let src = self.plan.src.as_ref().map(|b| match &dst {
-            Some(d) if mentions_lifetime(&b.ty) && same_but_lifetimes(d, &b.ty) => {
-                let mut y = b.ty.clone();
-                name_lifetimes(&mut y, &mut self.fresh.clone());
-                with_lifetimes_of(&y, d)
-            }
-            _ => self.named(&b.ty),
-        });
+        let src = self.plan.src.as_ref().map(|b| self.named(&b.ty));
         (dst, src)
     }
 
@@ -428,11 +439,16 @@ impl<'a> Generator<'a> {
             Type::Reference(r) => ((*r.elem).clone(), arg),
             other => (other.clone(), quote!(&#arg)),
         };
-        let bound = if known {
-            TokenStream::new()
+        // A bound on a type of the rule's own generics goes on the impl (its body needs it);
+        // any other type is checked by the call in the body, at the user's type, so that a
+        // failure is one error there and the impl still exists for its callers.
+        if known {
+            (arg, TokenStream::new())
+        } else if mentions_generics(&ty, &self.rule.func.sig.generics) {
+            (arg, bound_at(&ty, bound))
         } else {
-            bound_at(&ty, bound)
-        };
-        (arg, bound)
+            let at = tokens::first_span(&ty);
+            (respan(arg, at), TokenStream::new())
+        }
     }
 }

@@ -4,11 +4,12 @@
 //! "no method named `forward`".
 
 use crate::expand::{allowances, private_path, rule_name};
-use crate::model::Role;
+use crate::model::{Kind, Role};
 use crate::parse::Rule;
+use crate::types::{DIFFERENTIABLE, elem_name};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::Ident;
+use syn::{Ident, Type};
 
 /// A stand-in for `name_rule`: a function of any arguments in the places of the primal's other
 /// (not buffer) arguments, configured like them,
@@ -43,7 +44,9 @@ pub fn stubs(rule: &Rule) -> TokenStream {
         quote!(#(#cfg)* #ty)
     });
     let one = rule.kind().is_some_and(|k| k.one_buffer());
-    let stub = if one {
+    let stub = if let Some(v) = fill_value_type(rule) {
+        quote!(RuleStubFill<#v>)
+    } else if one {
         quote!(RuleStub1)
     } else {
         quote!(RuleStub2)
@@ -56,4 +59,28 @@ pub fn stubs(rule: &Rule) -> TokenStream {
             ::core::unimplemented!("the rule has a compile error")
         }
     }
+}
+
+/// The value type of a fill by value, when it is an element type the macro knows by name (a
+/// value taken by reference by mistake counts as the value): the stand-in's reverse returns it per
+/// lane, as the rule's would.
+fn fill_value_type(rule: &Rule) -> Option<Type> {
+    if rule.kind() != Some(Kind::Fill) {
+        return None;
+    }
+    let v = rule.params.iter().find(|p| p.has_role(Role::Value))?;
+    let ty = match &v.ty {
+        Type::Reference(r) => (*r.elem).clone(),
+        other => other.clone(),
+    };
+    let name = elem_name(&ty)?;
+    // A type parameter of the function cannot be named by the stand-in.
+    let generic = rule
+        .func
+        .sig
+        .generics
+        .type_params()
+        .any(|t| t.ident == name);
+    let known = DIFFERENTIABLE.contains(&name.as_str()) || !name.contains('<');
+    (known && !generic).then_some(ty)
 }

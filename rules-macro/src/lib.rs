@@ -20,6 +20,7 @@ mod expand;
 mod fallback;
 mod model;
 mod parse;
+mod place;
 mod plan;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 
 use crate::args::RuleArgs;
 use crate::ctxt::Ctxt;
-use crate::model::{CFG, Kind, ROLE_SYNONYMS, Role};
+use crate::model::{BUILTIN_ATTRIBUTES, CFG, Kind, ROLE_SYNONYMS, Role};
 use crate::text::closest;
 use crate::types::ungroup;
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
@@ -343,6 +343,11 @@ fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
             );
         }
         return Mark::Role(Some(r));
+    }
+    // Only a bare word can be a misspelled role (roles take no arguments); the compiler's own
+    // attributes (`///` is `#[doc = "..."]`) and anything with arguments are someone else's.
+    if BUILTIN_ATTRIBUTES.contains(&name.as_str()) || !matches!(attr.meta, Meta::Path(_)) {
+        return Mark::Foreign;
     }
     let (meant, hint) = match ROLE_SYNONYMS.iter().find(|(s, _)| *s == name) {
         Some((_, Some(r))) => (Some(*r), format!("; did you mean `{}`?", r.attr())),

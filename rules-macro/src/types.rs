@@ -226,7 +226,7 @@ pub fn name_lifetimes(ty: &mut Type, fresh: &mut Vec<Lifetime>) {
         }
     }
     let mut next = |span: Span| {
-        let l = Lifetime::new(&format!("'__l{}", fresh.len()), span);
+        let l = Lifetime::new(&format!("'_{}", fresh.len() + 1), span);
         fresh.push(l.clone());
         l
     };
@@ -328,33 +328,20 @@ pub fn mentions_lifetime(ty: &Type) -> bool {
     }
 }
 
-/// Whether two types are the same once their lifetimes are left out: `CudaView<'a, T>` and
-/// `CudaView<'b, T>` are.
-pub fn same_but_lifetimes(a: &Type, b: &Type) -> bool {
-    fn text(t: &Type) -> String {
-        let mut out = String::new();
-        let mut skip = false;
-        for tt in t.to_token_stream() {
-            strip(&tt, &mut out, &mut skip);
-        }
-        out
+/// Whether `ty` names one of `generics`' type or const parameters (or, through a reference,
+/// borrows one): a bound on it must be written on the generated impl.
+pub fn mentions_generics(ty: &Type, generics: &syn::Generics) -> bool {
+    fn walk(tokens: proc_macro2::TokenStream, names: &[String]) -> bool {
+        tokens.into_iter().any(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) => names.contains(&i.to_string()),
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), names),
+            _ => false,
+        })
     }
-    fn strip(tt: &proc_macro2::TokenTree, out: &mut String, skip: &mut bool) {
-        match tt {
-            proc_macro2::TokenTree::Punct(p) if p.as_char() == '\'' => *skip = true,
-            proc_macro2::TokenTree::Ident(_) if *skip => *skip = false,
-            proc_macro2::TokenTree::Group(g) => {
-                out.push_str(&format!("{:?}(", g.delimiter()));
-                for t in g.stream() {
-                    strip(&t, out, skip);
-                }
-                out.push(')');
-            }
-            other => {
-                out.push_str(&other.to_string());
-                out.push(' ');
-            }
-        }
-    }
-    text(a) == text(b)
+    let names: Vec<String> = generics
+        .type_params()
+        .map(|t| t.ident.to_string())
+        .chain(generics.const_params().map(|c| c.ident.to_string()))
+        .collect();
+    !names.is_empty() && walk(ty.to_token_stream(), &names)
 }

@@ -1,37 +1,59 @@
 //! # rules-runtime
 //!
-//! Derivative rules for GPU memory copies. Annotate a copy primitive with
-//! [`#[derivative_rule(copy)]`](derivative_rule) and get, next to it, its rule object: `name_rule`,
-//! holding the primitive's arguments other than its buffers, whose methods are the forward
-//! (tangent) rule and the augmented-primal + reverse pair. The methods are written once here, on
-//! the rule traits ([`CopyRule`] and the others, all in [`prelude`]); they call this crate for the
-//! shadow work (accumulate, zero, fused accumulate-and-zero) in every memory kind.
+//! Derivative rules for GPU memory copies. The seed: `f(x) = sum(abs2, to_host(to_device(x)))`
+//! has `df/dx = 2x` exactly, through both copies. Here the two copies are host copies, so that
+//! the example runs anywhere; on a GPU they are `stream.memcpy_htod` into a `CudaSlice` and
+//! `stream.memcpy_dtoh` back, annotated the same way, with the stream as their first parameter.
 //!
 //! ```
 //! use rules_runtime::prelude::*;
 //!
-//! /// Copies `src` into `dst`.
+//! /// "Upload": copies `src` into `dst`.
 //! #[derivative_rule(copy)]
-//! pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//! fn to_device(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 //!     dst.copy_from_slice(src);
 //! }
 //!
-//! let x = [1.0f32, 2.0, 3.0];
+//! /// "Download": the copy back.
+//! #[derivative_rule(copy)]
+//! fn to_host(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//!     dst.copy_from_slice(src);
+//! }
+//!
+//! let x = [1.0f32, -2.0, 3.5];
 //! let mut dx = [0.0f32; 3];
-//! let mut y = [0.0f32; 3];
-//! let mut dy = [0.0f32; 3];
-//! // Reverse mode: the augmented primal runs the copy and returns the tape ...
-//! let mut rule = copy_into_rule();
-//! let tape = rule
-//!     .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..]))
-//!     .unwrap();
-//! assert_eq!(y, x);
-//! // ... the caller seeds the cotangent of y, and the reverse moves it into dx.
-//! dy = [1.0, 1.0, 1.0];
-//! rule.reverse(tape, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&x[..], &mut dx[..]))
-//!     .unwrap();
-//! assert_eq!((dx, dy), ([1.0; 3], [0.0; 3]));
+//! let (mut d, mut dd) = ([0.0f32; 3], [0.0f32; 3]); // the "device" copy, and its shadow
+//! let (mut y, mut dy) = ([0.0f32; 3], [0.0f32; 3]); // back on the host
+//!
+//! // Forward sweep: the augmented primals run the copies and return their tapes.
+//! let t1 = to_device_rule()
+//!     .augmented_primal(Duplicated::new(&mut d[..], &mut dd[..]), Duplicated::new(&x[..], &mut dx[..]))?;
+//! let t2 = to_host_rule()
+//!     .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&d[..], &mut dd[..]))?;
+//! let f: f32 = y.iter().map(|v| v * v).sum();
+//! assert_eq!(f, 1.0 + 4.0 + 12.25);
+//!
+//! // The cotangent of f = sum(abs2, y) is 2y ...
+//! for (g, v) in dy.iter_mut().zip(&y) {
+//!     *g = 2.0 * v;
+//! }
+//! // ... and each reverse, in the opposite order, moves its destination's cotangent into its
+//! // source's (d_src += d_dst, then d_dst = 0).
+//! to_host_rule()
+//!     .reverse(t2, Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&d[..], &mut dd[..]))?;
+//! to_device_rule()
+//!     .reverse(t1, Duplicated::new(&mut d[..], &mut dd[..]), Duplicated::new(&x[..], &mut dx[..]))?;
+//! assert_eq!(dx, [2.0, -4.0, 7.0]); // 2x, exactly
+//! assert_eq!((dd, dy), ([0.0; 3], [0.0; 3])); // the cotangents on the way were consumed
+//! # Ok::<(), rules_runtime::Error>(())
 //! ```
+//!
+//! Add it with `rules-runtime = "0.1"` (it re-exports the attribute and [`cudarc`]). Annotate a
+//! copy primitive with [`#[derivative_rule(copy)]`](derivative_rule) and get, next to it, its rule
+//! object: `name_rule`, holding the primitive's arguments other than its buffers, whose methods
+//! are the forward (tangent) rule and the augmented-primal + reverse pair. The methods are written
+//! once here, on the rule traits ([`CopyRule`] and the others, all in [`prelude`]); they call this
+//! crate for the shadow work (accumulate, zero, fused accumulate-and-zero) in every memory kind.
 //!
 //! Beyond one GPU: a copy between two devices is a `copy` rule whose reverse accumulates across
 //! them (the operations of [`ops`] route work across contexts; [`peer`] enables direct access);
@@ -72,8 +94,10 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod array_rules;
 mod collective;
 pub mod cuda;
+pub mod cudarc_rules;
 mod device;
 pub mod element;
 pub mod error;
@@ -133,9 +157,15 @@ pub use rules_macro::derivative_rule;
 /// | `send`, `recv` | [`SendRule`], [`RecvRule`] | |
 pub mod prelude {
     pub use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
+    pub use crate::collective::CollectiveTape;
+    pub use crate::element::Differentiable;
+    // `Result<T, E = Error>`: a glob import of the prelude leaves `Result<T, OtherError>` meaning
+    // what it meant.
+    pub use crate::error::{Error, Result};
+    pub use crate::ops::On;
     pub use crate::rules::{
-        CollectiveRule, CopyRule, FillRule, MemsetRule, RawCopyRule, RawFillRule, RawMemsetRule,
-        RawRegionRule, RecvRule, RegionRule, SendRule,
+        CollectiveRule, CopyRule, CopyTape, FillRule, MemsetRule, RawCopyRule, RawFillRule,
+        RawMemsetRule, RawRegionRule, RecvRule, RegionRule, RegionTape, SendRule,
     };
     pub use rules_macro::derivative_rule;
 }
@@ -189,6 +219,33 @@ pub mod __private {
         }
     }
 
+    /// As [`RuleStub2`], for a fill by value, whose reverse returns `d_v` per lane: `let [dv] =
+    /// rule.reverse(..)?` still reads.
+    pub struct RuleStubFill<V>(core::marker::PhantomData<V>);
+    impl<V> RuleStubFill<V> {
+        /// Makes the stand-in.
+        pub fn new() -> Self {
+            RuleStubFill(core::marker::PhantomData)
+        }
+        /// Stands in for the forward rule.
+        pub fn forward<A, B>(&mut self, _: A, _: B) -> Result<()> {
+            Err(stub_error())
+        }
+        /// Stands in for the augmented primal.
+        pub fn augmented_primal<A, B>(&mut self, _: A, _: B) -> Result<RuleStub2> {
+            Err(stub_error())
+        }
+        /// Stands in for the reverse rule.
+        pub fn reverse<T, A, B, const N: usize>(&mut self, _: T, _: A, _: B) -> Result<[V; N]> {
+            Err(stub_error())
+        }
+    }
+    impl<V> Default for RuleStubFill<V> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
     /// As [`RuleStub2`], for rules with one activity (memset, send, recv).
     pub struct RuleStub1;
     impl RuleStub1 {
@@ -204,6 +261,30 @@ pub mod __private {
         pub fn reverse<T, A>(&mut self, _: T, _: A) -> Result<()> {
             Err(stub_error())
         }
+    }
+
+    /// An extent, offset or length parameter (`#[width]`, `#[len]`, ...): `usize`, however the
+    /// user spells it (`size_t`, `core::primitive::usize`).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `usize`: extents, offsets and lengths count elements, rows or bytes",
+        label = "write `usize` here",
+        note = "convert at the call instead, e.g. `usize::try_from(n)?`"
+    )]
+    pub trait Extent: Copy {
+        /// The value.
+        fn get(self) -> usize;
+    }
+    impl Extent for usize {
+        #[inline]
+        fn get(self) -> usize {
+            self
+        }
+    }
+
+    /// Reads an extent parameter.
+    #[inline]
+    pub fn extent<T: Extent>(x: T) -> usize {
+        x.get()
     }
 
     /// A pass-through argument is used once per lane, so it must be `Copy` (references are).

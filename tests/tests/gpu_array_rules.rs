@@ -739,9 +739,26 @@ fn primitives_called_directly_refuse_boxes_that_do_not_fit() {
         upload_array, zero_array_rows,
     };
     let s = gpu();
-    let refused = |r: Result<(), DriverError>, what: &str| {
-        assert_eq!(r, Err(DriverError(CUDA_ERROR_INVALID_VALUE)), "{what}");
-    };
+    // The runtime's ready-made primitives answer the driver's code inside `Error::Primal`, the
+    // user-written ones here the code itself.
+    trait Code {
+        fn invalid_value(&self) -> bool;
+    }
+    impl Code for DriverError {
+        fn invalid_value(&self) -> bool {
+            *self == DriverError(CUDA_ERROR_INVALID_VALUE)
+        }
+    }
+    impl Code for rules_runtime::Error {
+        fn invalid_value(&self) -> bool {
+            matches!(self, rules_runtime::Error::Primal(p)
+                if p.downcast_ref::<rules_runtime::error::PrimalDriverError>()
+                    .is_some_and(|d| d.code() == CUDA_ERROR_INVALID_VALUE))
+        }
+    }
+    fn refused<E: Code + std::fmt::Debug>(r: Result<(), E>, what: &str) {
+        assert!(r.as_ref().is_err_and(Code::invalid_value), "{what}: {r:?}");
+    }
     let ext = (128, 128, 1);
     let n = ext.0 * ext.1;
     let old = vals(n, 51);

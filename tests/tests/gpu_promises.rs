@@ -293,7 +293,7 @@ fn to_array_counted(
     #[width] width: usize,
     #[height] height: usize,
     #[depth] depth: usize,
-) -> Result<(), DriverError> {
+) -> rules_runtime::Result<()> {
     calls.fetch_add(1, Ordering::SeqCst);
     rules_tests::arrays::to_array(
         stream, dst, x, y, z, src, src_pitch, src_rows, width, height, depth,

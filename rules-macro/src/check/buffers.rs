@@ -351,7 +351,9 @@ pub fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
     }
     let i = *marked.first()?;
     let ty = &rule.params[i].ty;
-    if !matches!(ty, Type::Path(p) if p.path.is_ident(USIZE)) {
+    // An alias (`size_t`) or a path the macro cannot resolve is judged by the compiler: the
+    // generated code passes the argument through `extent`, bounded at this type.
+    if usize_by_name(ty) == Some(false) {
         cx.error_spanned_by(
             ty,
             format!(
@@ -372,6 +374,39 @@ pub fn check_extent(cx: &Ctxt, rule: &Rule, wanted: Role) -> Option<usize> {
         );
     }
     Some(i)
+}
+
+/// Whether `ty` is `usize` by its spelling: `Some(true)` for `usize`, `core::primitive::usize`
+/// or `std::primitive::usize`; `Some(false)` for another primitive, a reference, a pointer, a
+/// tuple or a slice; `None` for a path it cannot resolve (an alias, say).
+pub fn usize_by_name(ty: &Type) -> Option<bool> {
+    let Type::Path(p) = ty else {
+        return Some(false);
+    };
+    if p.qself.is_some() {
+        return None;
+    }
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let last = segs.last()?;
+    let primitive = matches!(segs.len(), 1)
+        || (segs.len() == 3 && (segs[0] == "core" || segs[0] == "std") && segs[1] == "primitive");
+    if !primitive {
+        return None;
+    }
+    if last == USIZE {
+        Some(true)
+    } else if crate::types::NOT_DIFFERENTIABLE.contains(&last.as_str())
+        || crate::types::DIFFERENTIABLE.contains(&last.as_str())
+    {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// What the macro knows about an element type by its name.

@@ -306,6 +306,17 @@ fn check_value_type(
                 );
                 return None;
             }
+            if let Some(name) = elem_name(&r.elem)
+                && (DIFFERENTIABLE.contains(&name.as_str()) || is_type_param(rule, &name))
+            {
+                cx.error_spanned_by(
+                    ty,
+                    format!(
+                        "a fill's value is taken by value: write `#[value] v: {name}` (a value held in device memory is a one-element buffer, `#[value] v: &CudaSlice<{name}>`)"
+                    ),
+                );
+                return None;
+            }
             (element_of(&r.elem), true)
         }
         Type::Ptr(_) => {
@@ -329,9 +340,13 @@ fn check_value_type(
         );
         return None;
     }
+    // Two names the macro knows (`f64` for `f32`, a type parameter `V` for `T`) are two types;
+    // an alias (`type Real = f32`) is the compiler's to judge, at the impl the macro writes.
+    let known = |n: &String| DIFFERENTIABLE.contains(&n.as_str()) || is_type_param(rule, n);
     if let (Some(en), Some(dn), Some(e)) = (&en, &dn, elem)
         && en != dn
-        && DIFFERENTIABLE.contains(&dn.as_str())
+        && known(en)
+        && known(dn)
     {
         cx.error_spanned_by(
             e,
@@ -356,4 +371,13 @@ fn check_value_type(
     } else {
         (Some(buffer), None)
     })
+}
+
+/// Whether `name` is one of the rule's own type parameters.
+fn is_type_param(rule: &Rule, name: &str) -> bool {
+    rule.func
+        .sig
+        .generics
+        .type_params()
+        .any(|t| t.ident == name)
 }

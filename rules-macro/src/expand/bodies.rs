@@ -154,15 +154,19 @@ pub(super) fn checked_by_trait(x: &Type) -> bool {
 
 /// Whether the macro knows `x` by name to hold shadows (see [`KNOWN_BUFFERS`]).
 fn known_buffer(x: &Type) -> bool {
-    named_buffer_elem(x).is_some_and(known_elem)
+    known_buffer_name(x) && element_of(x).is_some_and(known_elem)
 }
 
-/// The element of a buffer the macro knows by name ([`KNOWN_BUFFERS`]), whatever the element:
-/// a bound on such a buffer says its `Elem`, since a bare bound (`CudaSlice<T>: ShadowMemory`)
-/// would hide the impl's `Elem = T` from the solver, and `T` would not match the other buffer's.
+/// Whether `x` is one of [`KNOWN_BUFFERS`] by name, whatever its element: its element is its
+/// type argument, which a bound can name instead of a projection (`<CudaSlice<Real> as
+/// ShadowRead>::Elem` in a `where` clause sends the solver into an overflow).
+fn known_buffer_name(x: &Type) -> bool {
+    matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
+}
+
+/// The element of one of [`KNOWN_BUFFERS`], whatever it is: its type argument.
 fn named_buffer_elem(x: &Type) -> Option<&Type> {
-    let named = matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())));
-    named.then(|| element_of(x)).flatten()
+    known_buffer_name(x).then(|| element_of(x)).flatten()
 }
 
 /// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
@@ -182,6 +186,9 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            // A known buffer of a generic element says its `Elem`: a bare bound
+            // (`CudaSlice<T>: ShadowMemory`) would hide the impl's `Elem = T` from the solver,
+            // and `T` would not match the other buffer's (E0271).
             (None, None) => match named_buffer_elem(x) {
                 Some(e) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
                 None => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
@@ -191,7 +198,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
     let elem = |t: &'a Type| {
         host_container_elem(t)
             .or_else(|| array_elem(t))
-            .or_else(|| known_buffer(t).then(|| element_of(t)).flatten())
+            .or_else(|| known_buffer_name(t).then(|| element_of(t)).flatten())
     };
     let (de, se) = (elem(dst), elem(src));
     let compare = match (de, se) {
@@ -210,6 +217,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
+    // As in `copy_bounds`: a known buffer of a generic element says its `Elem`.
     let mut out = match named_buffer_elem(buffer).filter(|e| !known_elem(e)) {
         Some(e) => buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>)),
         None => buffer_bound(buffer, &quote!(#p::#bound)),
@@ -232,7 +240,19 @@ pub(super) fn memory_kind(p: &TokenStream, k: crate::model::MemKind) -> TokenStr
 
 /// The parameter `i` as the generated code reaches it, or `0usize` when there is none.
 pub(super) fn arg_or_zero(g: &Generator<'_>, i: Option<usize>) -> TokenStream {
-    i.map_or_else(|| quote!(0usize), |i| g.arg(i))
+    let Some(i) = i else {
+        return quote!(0usize);
+    };
+    // Through `extent`, bounded at the user's type: an alias of `usize` passes, anything else
+    // is one error there (the macro only refuses what it can tell by name).
+    let arg = g.arg(i);
+    let ty = &g.rule.params[i].ty;
+    if crate::check::usize_by_name(ty) == Some(true) {
+        return arg;
+    }
+    let p = &g.p;
+    let at = super::tokens::first_span(ty);
+    super::tokens::respan(quote!(#p::extent(#arg)), at)
 }
 
 /// The `PtrCopy` value of a pointer rule: memory kinds, offsets, length.

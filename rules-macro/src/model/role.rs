@@ -239,3 +239,47 @@ pub const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
 
 /// `#[cfg(...)]`: the one foreign parameter attribute the generated rules repeat.
 pub const CFG: &str = "cfg";
+
+/// The compiler's own attributes (and the doc comment's `doc`): on a parameter they are someone
+/// else's, kept as they are, and never read as a misspelled role (`#[doc]` is two edits from
+/// `#[dst]`, `#[deny]` from `#[len]`).
+pub const BUILTIN_ATTRIBUTES: &[&str] = &[
+    "allow",
+    "automatically_derived",
+    "cfg",
+    "cfg_attr",
+    "cold",
+    "collapse_debuginfo",
+    "deny",
+    "deprecated",
+    "diagnostic",
+    "doc",
+    "expect",
+    "export_name",
+    "forbid",
+    "global_allocator",
+    "ignore",
+    "inline",
+    "instruction_set",
+    "link",
+    "link_name",
+    "link_section",
+    "macro_export",
+    "macro_use",
+    "must_use",
+    "no_mangle",
+    "non_exhaustive",
+    "panic_handler",
+    "path",
+    "proc_macro",
+    "proc_macro_attribute",
+    "proc_macro_derive",
+    "repr",
+    "should_panic",
+    "target_feature",
+    "test",
+    "track_caller",
+    "unsafe",
+    "used",
+    "warn",
+];

@@ -69,10 +69,7 @@ fn collective_rules_plan_their_collective() {
     ] {
         let out = expand(kind, &format!("fn f(comm: &Comm{ranks}, {buffers}) {{}}"));
         assert_eq!(errors(&out), 0, "{kind}: {out}");
-        assert!(
-            out.contains("__p :: CollectiveRule < '__l0"),
-            "{kind}: {out}"
-        );
+        assert!(out.contains("__p :: CollectiveRule < '_1"), "{kind}: {out}");
         assert!(
             out.contains(&format!("Collective :: {kind} (self . 0")),
             "{kind}: {out}"
@@ -181,13 +178,13 @@ fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() 
     );
     assert_eq!(errors(&out), 0, "{out}");
     for piece in [
-        "pub struct f_rule < '__l0 , '__l1 , T : Copy > { __args : :: rules_runtime :: __private :: UnsafeArgs < __f_rule_args < '__l0 , '__l1 , T > > }",
-        "struct __f_rule_args < '__l0 , '__l1 , T : Copy > { s : & '__l0 CudaStream ,",
+        "pub struct f_rule < '_1 , '_2 , T : Copy > { __args : :: rules_runtime :: __private :: UnsafeArgs < __f_rule_args < '_1 , '_2 , T > > }",
+        "struct __f_rule_args < '_1 , '_2 , T : Copy > { s : & '_1 CudaStream ,",
         "# [cfg (test)] tag : u8 ,",
-        "pub unsafe fn f_rule < '__l0 , '__l1 , T : Copy > (",
+        "pub unsafe fn f_rule < '_1 , '_2 , T : Copy > (",
         "__args : unsafe { :: rules_runtime :: __private :: UnsafeArgs :: new (__f_rule_args {",
         // The plan reads the arguments; the primal's call reborrows the `&mut` one.
-        "fn __plan (& self) -> (__p :: On < '__l0 > , __p :: Boxes , bool) { let __a = unsafe { __p :: UnsafeArgs :: get (& self . __args) } ;",
+        "fn __plan (& self) -> (__p :: On < '_1 > , __p :: Boxes , bool) { let __a = unsafe { __p :: UnsafeArgs :: get (& self . __args) } ;",
         "let __a = unsafe { __p :: UnsafeArgs :: get_mut (& mut self . __args) } ;",
         "& mut * __a . scratch",
         "__p :: On :: stream (__a . s)",

@@ -6,6 +6,7 @@ mod check;
 mod docs;
 mod expand;
 mod inputs;
+mod place;
 mod props;
 
 use crate::expand::derivative_rule;

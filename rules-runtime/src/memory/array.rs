@@ -239,7 +239,7 @@ impl<T: ArrayElement> CudaArray<T> {
         Ok(v)
     }
 
-    fn array_ref(&self) -> ArrayRef<'_> {
+    pub(crate) fn array_ref(&self) -> ArrayRef<'_> {
         ArrayRef {
             handle: self.handle,
             extent: self.extent,

@@ -10,6 +10,7 @@
 pub mod array;
 pub mod device;
 pub mod host;
+pub mod linear;
 pub mod pinned;
 pub mod raw;
 pub(crate) mod rows;

@@ -28,7 +28,8 @@ impl<'a> On<'a> {
 /// Anything that names a CUDA stream: `CudaStream`, `Arc<CudaStream>`, and references to them.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a CUDA stream",
-    label = "the `#[stream]` parameter must be a `CudaStream` or `Arc<CudaStream>` (or a reference to one)"
+    label = "the `#[stream]` parameter must be a `CudaStream` or `Arc<CudaStream>` (or a reference to one)",
+    note = "for a type of your own that holds a stream, implement `rules_runtime::ops::AsStream` for it"
 )]
 pub trait AsStream {
     /// The stream.

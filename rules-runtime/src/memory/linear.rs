@@ -1,0 +1,370 @@
+//! Linear memory as one end of a driver box copy (`cuMemcpy3DAsync`), for the ready-made array
+//! rules (`crate::array_rules`): the box checks a primitive makes before the driver call, the
+//! copy descriptor, and [`Linear`], the buffers whose address a copy may be given.
+
+use crate::error::{Error, Result};
+use crate::memory::array::{ArrayElement, ArrayRef, CudaArray};
+use crate::memory::raw::RawShadow;
+use crate::{MemoryKind, ShadowMemory, ShadowRead};
+use cudarc::driver::sys::{self, CUmemorytype};
+use cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DriverError, HostSlice, PinnedHostSlice, UnifiedSlice,
+    ValidAsZeroBits,
+};
+
+/// What a primitive answers, before any driver call, for a box that does not fit its buffer or
+/// its array: the driver's own answer to a bad copy descriptor.
+pub fn invalid_value() -> DriverError {
+    DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE)
+}
+
+/// Checks that the box of `width × height × depth` elements at `(x, y, z)` lies inside an array
+/// of extent `(w, h, d)`: the driver copies whatever box it is given. An empty box touches
+/// nothing and fits.
+pub fn array_box_fits(
+    (w, h, d): (usize, usize, usize),
+    (x, y, z): (usize, usize, usize),
+    (width, height, depth): (usize, usize, usize),
+) -> core::result::Result<(), DriverError> {
+    if width == 0 || height == 0 || depth == 0 {
+        return Ok(());
+    }
+    let within = |at: usize, n: usize, side: usize| at.checked_add(n).is_some_and(|e| e <= side);
+    if within(x, width, w) && within(y, height, h) && within(z, depth, d) {
+        Ok(())
+    } else {
+        Err(invalid_value())
+    }
+}
+
+/// Checks that a box of `width × height × depth` elements of `T`, rows `pitch` bytes apart and
+/// slices `rows` rows apart (as `CUDA_MEMCPY3D` places them from the start of the memory), lies
+/// inside `len` elements: the driver reads or writes whatever the descriptor says. A row must
+/// fit its pitch and a slice its rows (or the box is not one); the last byte touched is the end
+/// of the last row of the last slice, since every stride only moves a row further. An empty box
+/// touches nothing and fits.
+pub fn linear_box_fits<T>(
+    len: usize,
+    pitch: usize,
+    rows: usize,
+    (width, height, depth): (usize, usize, usize),
+) -> core::result::Result<(), DriverError> {
+    if width == 0 || height == 0 || depth == 0 {
+        return Ok(());
+    }
+    let size = size_of::<T>();
+    let row = width.checked_mul(size).ok_or_else(invalid_value)?;
+    if ((height > 1 || depth > 1) && row > pitch) || (depth > 1 && rows < height) {
+        return Err(invalid_value());
+    }
+    let end = (depth - 1)
+        .checked_mul(rows)
+        .and_then(|r| r.checked_add(height - 1))
+        .and_then(|r| r.checked_mul(pitch))
+        .and_then(|b| b.checked_add(row));
+    match (end, len.checked_mul(size)) {
+        (Some(end), Some(bytes)) if end <= bytes => Ok(()),
+        _ => Err(invalid_value()),
+    }
+}
+
+/// Checks that `len` elements are the whole of an array of extent `(w, h, d)`.
+pub fn whole_array(
+    len: usize,
+    (w, h, d): (usize, usize, usize),
+) -> core::result::Result<(), DriverError> {
+    match w.checked_mul(h).and_then(|n| n.checked_mul(d)) {
+        Some(n) if n == len => Ok(()),
+        _ => Err(invalid_value()),
+    }
+}
+
+/// One side of a box copy, as `CUDA_MEMCPY3D` describes it.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    /// Linear memory: its memory type, address, pitch (bytes) and rows per slice.
+    Linear(CUmemorytype, u64, usize, usize),
+    /// A box of an array at `(x, y, z)` elements, of `size`-byte elements.
+    Array(sys::CUarray, (usize, usize, usize), usize),
+}
+
+/// `cuMemcpy3DAsync` of `width × height × depth` elements of `size` bytes, `dst ← src`.
+///
+/// # Safety
+/// Both ends valid for the box.
+pub unsafe fn memcpy3d(
+    stream: &CudaStream,
+    dst: End,
+    src: End,
+    size: usize,
+    (width, height, depth): (usize, usize, usize),
+) -> core::result::Result<(), DriverError> {
+    let mut c = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+        srcHost: core::ptr::null(),
+        srcDevice: 0,
+        srcArray: core::ptr::null_mut(),
+        reserved0: core::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+        dstHost: core::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: core::ptr::null_mut(),
+        reserved1: core::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: width * size,
+        Height: height,
+        Depth: depth,
+    };
+    match src {
+        End::Linear(t, addr, pitch, rows) => {
+            c.srcMemoryType = t;
+            if t == CUmemorytype::CU_MEMORYTYPE_HOST {
+                c.srcHost = addr as *const _;
+            } else {
+                c.srcDevice = addr;
+            }
+            (c.srcPitch, c.srcHeight) = (pitch, rows);
+        }
+        End::Array(a, (x, y, z), size) => {
+            c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            c.srcArray = a;
+            (c.srcXInBytes, c.srcY, c.srcZ) = (x * size, y, z);
+        }
+    }
+    match dst {
+        End::Linear(t, addr, pitch, rows) => {
+            c.dstMemoryType = t;
+            if t == CUmemorytype::CU_MEMORYTYPE_HOST {
+                c.dstHost = addr as *mut _;
+            } else {
+                c.dstDevice = addr;
+            }
+            (c.dstPitch, c.dstHeight) = (pitch, rows);
+        }
+        End::Array(a, (x, y, z), size) => {
+            c.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            c.dstArray = a;
+            (c.dstXInBytes, c.dstY, c.dstZ) = (x * size, y, z);
+        }
+    }
+    // SAFETY: the caller's contract; the descriptor is read before the call returns.
+    unsafe { sys::cuMemcpy3DAsync_v2(&c, stream.cu_stream()) }.result()
+}
+
+/// Linear memory a box copy can read or write: its memory type and address, given to `f` while
+/// the buffer's own synchronisation (cudarc's events) holds.
+///
+/// # Safety
+/// The primitives enqueue driver copies at the address `with_addr` gives, within the
+/// [`ShadowRead::len`] elements it checked, so an implementation must guarantee: `f` is given the
+/// address of exactly those `len()` elements and their memory type, valid for the copy `f`
+/// enqueues on `stream`; that copy is ordered after the buffer's pending work and before its
+/// later users; and borrowed host memory (which may be page-locked memory seen as a slice) is
+/// no longer read or written by the copy when `with_addr` returns.
+pub unsafe trait Linear: ShadowMemory {
+    /// Calls `f(type, address)`, which enqueues one copy on `stream`.
+    fn with_addr(
+        &self,
+        stream: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError>;
+}
+
+// SAFETY: the slice's own elements; the stream is waited for before returning, so the copy has
+// finished with the borrowed memory (a pageable copy may return early: page-locked memory).
+unsafe impl<T: crate::Differentiable> Linear for [T] {
+    fn with_addr(
+        &self,
+        stream: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        let copied = f(CUmemorytype::CU_MEMORYTYPE_HOST, self.as_ptr() as u64);
+        // Waited for even when the copy failed: a failure does not say nothing was enqueued.
+        let waited = stream.synchronize();
+        copied.and(waited)
+    }
+}
+
+// SAFETY: as for `[T]`.
+unsafe impl<T: crate::Differentiable> Linear for Vec<T> {
+    fn with_addr(
+        &self,
+        s: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        self.as_slice().with_addr(s, f)
+    }
+}
+
+// SAFETY: cudarc's device address of the buffer's `len()` elements; its guard orders the copy
+// after the buffer's pending work and records it for later users.
+unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for CudaSlice<T> {
+    fn with_addr(
+        &self,
+        s: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
+    }
+}
+
+// SAFETY: as for `CudaSlice`: the buffer's events order the copy, which reads or writes owned
+// page-locked memory.
+unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for PinnedHostSlice<T> {
+    fn with_addr(
+        &self,
+        s: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        // SAFETY: the address is used only by the copy enqueued on `s` inside `f`; the guard
+        // records the buffer's event after it.
+        let (slice, _sync) = unsafe { self.stream_synced_slice(s) };
+        f(CUmemorytype::CU_MEMORYTYPE_HOST, slice.as_ptr() as u64)
+    }
+}
+
+// SAFETY: as for `CudaSlice`.
+unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<T> {
+    fn with_addr(
+        &self,
+        s: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, ptr)
+    }
+}
+
+// SAFETY: the `len()` elements that `RawShadow::new`'s caller vouched for, in the declared kind;
+// host memory is finished with before returning, as for `[T]`.
+unsafe impl<T: crate::Differentiable> Linear for RawShadow<T> {
+    fn with_addr(
+        &self,
+        s: &CudaStream,
+        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
+    ) -> core::result::Result<(), DriverError> {
+        let host = matches!(self.kind(), MemoryKind::Host | MemoryKind::Pinned);
+        let t = match self.kind() {
+            MemoryKind::Host | MemoryKind::Pinned => CUmemorytype::CU_MEMORYTYPE_HOST,
+            MemoryKind::Device => CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            _ => CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        };
+        let copied = f(t, self.as_ptr() as u64);
+        if host {
+            // As for `[T]`.
+            copied.and(s.synchronize())
+        } else {
+            copied
+        }
+    }
+}
+
+/// `dst[origin ..][box] ← src[box]`: linear rows (`pitch` bytes apart, slices `rows` rows apart)
+/// into a box of an array, on `stream`, ordered after the array's earlier work on any stream and
+/// recorded for its later work. Both boxes are checked first: `CUDA_ERROR_INVALID_VALUE`, as a
+/// primal error, before any driver call.
+pub fn linear_to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
+    stream: &CudaStream,
+    dst: &mut CudaArray<T>,
+    origin: (usize, usize, usize),
+    src: &L,
+    (pitch, rows): (usize, usize),
+    shape: (usize, usize, usize),
+) -> Result<()> {
+    array_box_fits(dst.extent(), origin, shape).map_err(Error::primal)?;
+    linear_box_fits::<T>(src.len(), pitch, rows, shape).map_err(Error::primal)?;
+    let a = End::Array(dst.cu_array(), origin, size_of::<T>());
+    ordered(stream, &dst.array_ref(), || {
+        src.with_addr(stream, |t, addr| {
+            // SAFETY: both boxes were checked above, against the array and against the `len()`
+            // elements at `addr` (`Linear`'s contract).
+            unsafe {
+                memcpy3d(
+                    stream,
+                    a,
+                    End::Linear(t, addr, pitch, rows),
+                    size_of::<T>(),
+                    shape,
+                )
+            }
+        })
+    })
+}
+
+/// `dst[box] ← src[origin ..][box]`: a box of an array into linear rows, as
+/// [`linear_to_array`].
+pub fn array_to_linear<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
+    stream: &CudaStream,
+    dst: &mut L,
+    (pitch, rows): (usize, usize),
+    src: &CudaArray<T>,
+    origin: (usize, usize, usize),
+    shape: (usize, usize, usize),
+) -> Result<()> {
+    array_box_fits(src.extent(), origin, shape).map_err(Error::primal)?;
+    linear_box_fits::<T>(dst.len(), pitch, rows, shape).map_err(Error::primal)?;
+    let a = End::Array(src.cu_array(), origin, size_of::<T>());
+    ordered(stream, &src.array_ref(), || {
+        dst.with_addr(stream, |t, addr| {
+            // SAFETY: as in `linear_to_array`.
+            unsafe {
+                memcpy3d(
+                    stream,
+                    End::Linear(t, addr, pitch, rows),
+                    a,
+                    size_of::<T>(),
+                    shape,
+                )
+            }
+        })
+    })
+}
+
+/// A box of one array into a box of another, as [`linear_to_array`] (the two arrays are
+/// distinct: `&mut` and `&`).
+pub fn array_to_array<T: ArrayElement>(
+    stream: &CudaStream,
+    dst: &mut CudaArray<T>,
+    dst_origin: (usize, usize, usize),
+    src: &CudaArray<T>,
+    src_origin: (usize, usize, usize),
+    shape: (usize, usize, usize),
+) -> Result<()> {
+    array_box_fits(dst.extent(), dst_origin, shape).map_err(Error::primal)?;
+    array_box_fits(src.extent(), src_origin, shape).map_err(Error::primal)?;
+    let size = size_of::<T>();
+    let d = End::Array(dst.cu_array(), dst_origin, size);
+    let s = End::Array(src.cu_array(), src_origin, size);
+    let (da, sa) = (dst.array_ref(), src.array_ref());
+    sa.wait(stream)?;
+    ordered(stream, &da, || {
+        // SAFETY: both boxes were checked above against their arrays.
+        unsafe { memcpy3d(stream, d, s, size, shape) }
+    })?;
+    sa.record(stream)
+}
+
+/// `copy` enqueued on `stream` after the array's earlier work, and recorded as its latest (also
+/// when the copy failed: a failure does not say nothing was enqueued).
+fn ordered(
+    stream: &CudaStream,
+    array: &ArrayRef<'_>,
+    copy: impl FnOnce() -> core::result::Result<(), DriverError>,
+) -> Result<()> {
+    array.wait(stream)?;
+    let copied = copy();
+    array.record(stream)?;
+    copied.map_err(Error::primal)
+}
