@@ -171,6 +171,40 @@ fn dtod_from_a_read_only_view_forward_and_reverse() {
     assert_eq!(host(&dy), [3.0, 3.0, 0.0, 0.0, 0.0, 0.0], "dy ← 0");
 }
 
+/// The ready-made rule for cudarc's `memcpy_dtod`, from a view as cudarc takes it: forward
+/// `dy ← dx`, reverse `dx += dy; dy ← 0`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ready_made_dtod_from_a_read_only_view() {
+    use rules_runtime::cudarc_rules::memcpy_dtod_rule;
+    let s = gpu();
+    let x = dev(&s, &[1.0f32, 2.0, 3.0, 4.0]);
+    let dx0 = [0.0f32, 0.5, -0.75, 0.0];
+    let mut dx = dev(&s, &dx0);
+    let (mut y, mut dy) = (dev(&s, &[0.0f32; 2]), dev(&s, &[9.0f32; 2]));
+    let (xv, mut dxv) = (x.slice(1..3), dx.slice_mut(1..3));
+    memcpy_dtod_rule(&s)
+        .forward(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&xv, &mut dxv),
+        )
+        .unwrap();
+    assert_eq!((host(&y), host(&dy)), (vec![2.0, 3.0], vec![0.5, -0.75]));
+    let tape = memcpy_dtod_rule(&s)
+        .augmented_primal(Duplicated::new(&mut y, &mut dy), Const(&xv))
+        .unwrap();
+    memcpy_dtod_rule(&s)
+        .reverse(
+            tape,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&xv, &mut dxv),
+        )
+        .unwrap();
+    drop(dxv);
+    assert_eq!(host(&dx), [0.0, 1.0, -1.5, 0.0], "dx += dy (which held dx)");
+    assert_eq!(host(&dy), [0.0; 2]);
+}
+
 /// A batch of three `CudaSlice` shadows of a view, into a whole buffer, in f64 and bf16.
 fn batch_into_whole_buffer<T: Differentiable + DeviceRepr + Default>(s: &Arc<CudaStream>) {
     let v = |xs: &[f64]| -> Vec<T> { rules_tests::vals(xs) };

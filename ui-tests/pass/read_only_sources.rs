@@ -131,8 +131,17 @@ fn call(
     fill_from_view_rule(s).forward(Duplicated::new(y, dy), Duplicated::new(&v, &mut dv))?;
     drop(dv);
     let tape = sum_from_view_rule(comm).augmented_primal(Const(&mut a), Duplicated::new(&x.as_view(), &mut *dx))?;
-    sum_from_view_rule(comm).reverse(tape, Const(&mut a), Duplicated::new(&x.as_view(), dx))?;
+    sum_from_view_rule(comm).reverse(tape, Const(&mut a), Duplicated::new(&x.as_view(), &mut *dx))?;
     send_view_rule(comm, 1).forward(Duplicated::new(&x.as_view(), &mut b.slice_mut(..)))?;
+
+    // The ready-made rules for cudarc's copies take a view for a source, as cudarc does.
+    use rules_runtime::cudarc_rules::{memcpy_dtod_rule, memcpy_dtoh_rule};
+    let (xv, mut dxv) = (x.slice(0..2), dx.slice_mut(0..2));
+    memcpy_dtod_rule(s).forward(Duplicated::new(&mut a, &mut b), Duplicated::new(&xv, &mut dxv))?;
+    let mut h = [0.0f32; 2];
+    let mut dh = [0.0f32; 2];
+    let tape = memcpy_dtoh_rule(s).augmented_primal(Duplicated::new(&mut h[..], &mut dh[..]), Const(&xv))?;
+    memcpy_dtoh_rule(s).reverse(tape, Duplicated::new(&mut h[..], &mut dh[..]), Duplicated::new(&xv, &mut dxv))?;
     Ok(())
 }
 

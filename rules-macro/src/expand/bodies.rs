@@ -169,9 +169,11 @@ fn named_buffer_elem(x: &Type) -> Option<&Type> {
     known_buffer_name(x).then(|| element_of(x)).flatten()
 }
 
-/// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
-/// `Differentiable` for elements the macro could not name, and equal elements (unless the macro
-/// could compare them itself, or the two types are one).
+/// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types
+/// (`ShadowRead` for a source of its own type: its primal is only read, so it may be read-only
+/// memory, such as a `CudaView` given for a generic `S`), `Differentiable` for elements the macro
+/// could not name, and equal elements (unless the macro could compare them itself, or the two
+/// types are one).
 pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> TokenStream {
     let mut out = TokenStream::new();
     let same = |a: &Type, b: &Type| a == b;
@@ -180,18 +182,22 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
     // bound says it: a bare `ShadowMemory` bound would hide the impls' `Elem` from the solver.
     let array_elem = |t: &'a Type| is_array_type(t).then(|| element_of(t)).flatten();
     let shared = array_elem(dst).or_else(|| array_elem(src));
-    for x in types {
+    for (i, x) in types.iter().enumerate() {
+        let memory = match i {
+            0 => quote!(#p::ShadowMemory),
+            _ => quote!(#p::ShadowRead),
+        };
         match (host_container_elem(x), shared) {
             (Some(e), _) if known_elem(e) => {}
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
-            (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>))),
             // A known buffer of a generic element says its `Elem`: a bare bound
             // (`CudaSlice<T>: ShadowMemory`) would hide the impl's `Elem = T` from the solver,
             // and `T` would not match the other buffer's (E0271).
             (None, None) => match named_buffer_elem(x) {
-                Some(e) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
-                None => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
+                Some(e) => out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>))),
+                None => out.extend(buffer_bound(x, &memory)),
             },
         }
     }
@@ -209,7 +215,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
         // The destination's element, named without a projection onto the source's own type,
         // which the trait solver could not resolve.
         let target = de.map_or_else(|| quote!(<#dst as #p::ShadowRead>::Elem), |d| quote!(#d));
-        out.extend(buffer_bound(src, &quote!(#p::ShadowMemory<Elem = #target>)));
+        out.extend(buffer_bound(src, &quote!(#p::ShadowRead<Elem = #target>)));
     }
     out
 }
