@@ -182,7 +182,8 @@ fn ready_made_dtod_from_a_read_only_view() {
     let dx0 = [0.0f32, 0.5, -0.75, 0.0];
     let mut dx = dev(&s, &dx0);
     let (mut y, mut dy) = (dev(&s, &[0.0f32; 2]), dev(&s, &[9.0f32; 2]));
-    let (xv, mut dxv) = (x.slice(1..3), dx.slice_mut(1..3));
+    let xv = x.slice(1..3);
+    let mut dxv = dx.slice_mut(1..3);
     memcpy_dtod_rule(&s)
         .forward(
             Duplicated::new(&mut y, &mut dy),
@@ -200,7 +201,6 @@ fn ready_made_dtod_from_a_read_only_view() {
             Duplicated::new(&xv, &mut dxv),
         )
         .unwrap();
-    drop(dxv);
     assert_eq!(host(&dx), [0.0, 1.0, -1.5, 0.0], "dx += dy (which held dx)");
     assert_eq!(host(&dy), [0.0; 2]);
 }
