@@ -49,24 +49,11 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#tokens #errors);
         }
     };
-    if !rule.args.in_impl
-        && !rule.has_receiver()
-        && crate::place::in_impl_block(rule.func.sig.ident.span())
-    {
-        // Only the function and its stand-in (a function, which an `impl` can hold): the
-        // struct would bring the parser's "struct is not supported" before this error.
-        let name = &rule.func.sig.ident;
-        cx.error_spanned_by(
-            name,
-            format!(
-                "`{name}` is in an `impl` block, where the rule item cannot be a struct: add `in_impl` to the attribute, `#[derivative_rule({}, in_impl)]`, and call `Self::{}(...)`",
-                rule.args.kind.as_ref().map_or_else(|| "copy".to_string(), |k| k.ident.to_string()),
-                rule_name(&rule),
-            ),
-        );
+    if let Some((message, stubs)) = misplaced(&rule) {
+        cx.error_spanned_by(&rule.func.sig.ident, message);
         let errors = cx.take();
         let func = &rule.func;
-        let stubs = fallback::stubs(&rule);
+        let stubs = stubs.then(|| fallback::stubs(&rule));
         return quote!(#func #stubs #errors);
     }
     let plan = check(&cx, &rule);
@@ -82,6 +69,42 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#func #stubs #errors)
         }
     }
+}
+
+/// A rule written where its item cannot be declared (the macro reads the file around it:
+/// `crate::place`): an inherent `impl` without `in_impl`, a trait impl, a trait. Then only the
+/// function and its stand-in (a function, which such a block can hold) are emitted, with one
+/// error saying what to write: the struct would bring the parser's "struct is not supported in
+/// `trait`s or `impl`s" before it. Returns the error, and whether the stand-in can be emitted (a
+/// trait impl or a trait cannot hold it: the trait does not declare it).
+fn misplaced(rule: &Rule) -> Option<(String, bool)> {
+    use crate::place::{Block, enclosing_item};
+    if rule.has_receiver() {
+        return None; // methods have their own error, wherever they are
+    }
+    let name = &rule.func.sig.ident;
+    let block = enclosing_item(name.span())?;
+    let message = match block {
+        Block::Impl if rule.args.in_impl => return None,
+        Block::Impl => format!(
+            "`{name}` is in an `impl` block, where the rule item cannot be a struct: add `in_impl` to the attribute, `#[derivative_rule({}, in_impl)]`, and call `Self::{}(...)`",
+            rule.args
+                .kind
+                .as_ref()
+                .map_or_else(|| "copy".to_string(), |k| k.ident.to_string()),
+            rule_name(rule),
+        ),
+        Block::TraitImpl | Block::Trait => format!(
+            "`{name}` is in {}, which can hold neither the rule item nor (with `in_impl`) a function the trait does not declare: write the primitive as a free function with the attribute (or in an inherent `impl` with `in_impl`), and call it from here",
+            if block == Block::Trait {
+                "a trait"
+            } else {
+                "a trait impl"
+            },
+        ),
+        Block::Other => return None,
+    };
+    Some((message, block == Block::Impl))
 }
 
 /// The generated item's name: `<name>_rule`, or the attribute's `rule = name`.

@@ -6,7 +6,7 @@
 use crate::args::RuleArgs;
 use crate::ctxt::Ctxt;
 use crate::model::{BUILTIN_ATTRIBUTES, CFG, Kind, ROLE_SYNONYMS, Role};
-use crate::text::closest;
+use crate::text::{closest, edit_distance};
 use crate::types::ungroup;
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
@@ -364,7 +364,16 @@ fn read_role(cx: &Ctxt, attr: &Attribute) -> Mark {
             "; did you mean `#[dst_offset]` or `#[src_offset]`?".to_string(),
         ),
         None => {
-            let Some(r) = closest(&name, &Role::names()) else {
+            // A near miss only: one edit, or the role's letters reordered (`#[dts]`); another
+            // macro's helper attribute two edits from a role (`#[arg]`) is not ours.
+            let near = |r: &&str| {
+                let mut a: Vec<char> = name.chars().collect();
+                let mut b: Vec<char> = r.chars().collect();
+                a.sort_unstable();
+                b.sort_unstable();
+                edit_distance(&name, r) <= 1 || a == b
+            };
+            let Some(r) = closest(&name, &Role::names()).filter(near) else {
                 return Mark::Foreign;
             };
             (Role::from_name(r), format!("; did you mean `#[{r}]`?"))

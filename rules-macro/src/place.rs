@@ -1,59 +1,94 @@
-//! Where the annotated function is written: at module level, or in an `impl` block.
+//! Where the annotated function is written: at module level, or in an `impl` or a `trait`.
 //!
 //! A macro cannot see the `impl` around an associated function, and there the rule item (a
 //! struct) is refused by the compiler's parser with "struct is not supported in `trait`s or
 //! `impl`s", which says nothing of `in_impl`, before any error the macro emits. So the macro
 //! reads the source file the function is in (the compiler names it through the span), and when
-//! the block around the function's line is unmistakably an `impl`, it says what to write and
-//! emits nothing the `impl` cannot hold. Any doubt (tokens from another macro, an unreadable
-//! file, a line it cannot place) answers "no", which keeps the compiler's own errors.
+//! the block around the function's line is unmistakably an `impl` or a `trait`, it says what to
+//! write and emits nothing such a block cannot hold. Any doubt (tokens from another macro, a name
+//! not written as `fn name(`, an unreadable file, a line it cannot place) answers "no", which
+//! keeps the compiler's own errors.
 
 use proc_macro2::Span;
 
-/// Whether the function whose name is at `span` is written inside an `impl` block.
-pub fn in_impl_block(span: Span) -> bool {
+/// The block the function whose name is at `span` is written in, when it is an `impl` or a
+/// `trait` (where the rule item cannot be declared); `None` otherwise, or when unsure.
+pub fn enclosing_item(span: Span) -> Option<Block> {
     if !proc_macro::is_available() {
-        return false; // unit tests: no compiler to ask
+        return None; // unit tests: no compiler to ask
     }
     let span = span.unwrap();
-    let Some(path) = span.local_file() else {
-        return false;
-    };
-    let Ok(source) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    // The name's own text must be at that line and column: otherwise the span is not a plain
-    // place in this file (a macro's expansion), and nothing is concluded.
-    let (line, column) = (span.line(), span.column());
-    let Some(text) = source.lines().nth(line.wrapping_sub(1)) else {
-        return false;
-    };
-    let name = span.source_text().unwrap_or_default();
-    if name.is_empty()
-        || !text
-            .chars()
-            .skip(column.wrapping_sub(1))
-            .collect::<String>()
-            .starts_with(&name)
-    {
-        return false;
+    let source = std::fs::read_to_string(span.local_file()?).ok()?;
+    let line = span.line();
+    let text = source.lines().nth(line.checked_sub(1)?)?;
+    let name = span.source_text()?;
+    let column = span.column().checked_sub(1)?;
+    if !written_as_fn(text, column, &name) {
+        return None;
     }
-    innermost_block(&source, line) == Some(Block::Impl)
+    // Up to the name itself, so that `impl S { #[derivative_rule(copy)] fn f(..) {..} }` on
+    // one line is read too.
+    let offset = line_start(&source, line)? + text.char_indices().nth(column)?.0;
+    innermost_block_at(&source, offset).filter(|b| *b != Block::Other)
+}
+
+/// The byte offset of line `line` (1-based) of `source`.
+fn line_start(source: &str, line: usize) -> Option<usize> {
+    if line == 1 {
+        return Some(0);
+    }
+    source
+        .match_indices('\n')
+        .nth(line.checked_sub(2)?)
+        .map(|(i, _)| i + 1)
+}
+
+/// Whether `text` (a line) holds `name` at character `column`, written as a function's name:
+/// `fn name(` or `fn name<`. Otherwise the span is not a plain definition in this file (a
+/// macro's expansion, a macro's own input language), and nothing is concluded.
+pub fn written_as_fn(text: &str, column: usize, name: &str) -> bool {
+    let Some(at) = text.char_indices().nth(column).map(|(i, _)| i) else {
+        return false;
+    };
+    let (before, after) = text.split_at(at);
+    let Some(after) = after.strip_prefix(name) else {
+        return false;
+    };
+    let after = after.trim_start();
+    let before = before.trim_end();
+    let Some(head) = before.strip_suffix("fn") else {
+        return false;
+    };
+    let keyword = head
+        .chars()
+        .last()
+        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+    !name.is_empty() && keyword && (after.starts_with('(') || after.starts_with('<'))
 }
 
 /// What a `{` opened, as far as this reading needs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Block {
-    /// `impl ... {`.
+    /// `impl Type {`: an inherent impl, where `in_impl` serves.
     Impl,
-    /// Anything else (a module, a function body, a trait, an expression).
+    /// `impl Trait for Type {`.
+    TraitImpl,
+    /// `trait Name {`.
+    Trait,
+    /// Anything else (a module, a function body, an expression).
     Other,
 }
 
 /// The innermost block open at the start of line `line` (1-based) of `source`, reading past
 /// comments, strings and character literals; `None` at top level or when the text cannot be
 /// read to that line.
+#[cfg(test)]
 pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
+    innermost_block_at(source, line_start(source, line)?)
+}
+
+/// The innermost block open at byte `offset` of `source`, as [`innermost_block`].
+pub fn innermost_block_at(source: &str, offset: usize) -> Option<Block> {
     let bytes = source.as_bytes();
     let mut stack: Vec<Block> = Vec::new();
     // The text of the current item's header since the last `;`, `{` or `}`.
@@ -61,11 +96,10 @@ pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
     let mut current_line = 1;
     let mut i = 0;
     while i < bytes.len() {
-        if current_line >= line {
+        if i >= offset {
             return stack.last().copied();
         }
-        let c = bytes[i];
-        match c {
+        match bytes[i] {
             b'\n' => {
                 current_line += 1;
                 header.push(' ');
@@ -77,43 +111,16 @@ pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
                 }
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let mut depth = 0usize;
-                while i < bytes.len() {
-                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        current_line += usize::from(bytes[i] == b'\n');
-                        i += 1;
-                    }
-                }
+                i = skip_block_comment(bytes, i, &mut current_line);
             }
-            b'"' => i = skip_string(bytes, i + 1, 0, &mut current_line)?,
+            b'"' => i = skip_string(bytes, i + 1, None, &mut current_line)?,
             b'r' if raw_string_start(bytes, i).is_some() => {
                 let (hashes, start) = raw_string_start(bytes, i)?;
-                i = skip_string(bytes, start, hashes, &mut current_line)?;
+                i = skip_string(bytes, start, Some(hashes), &mut current_line)?;
             }
-            b'\'' => {
-                // A character literal ('a', '\n', '\u{1F600}') or a lifetime ('a): a literal
-                // closes within a few bytes.
-                let end = bytes[i + 1..].iter().take(12).position(|&b| b == b'\'');
-                match end {
-                    Some(k) if k > 0 && (k == 1 || bytes[i + 1] == b'\\') => i += k + 2,
-                    _ => i += 1,
-                }
-            }
+            b'\'' => i = skip_char_or_lifetime(source, i),
             b'{' => {
-                stack.push(if is_impl_header(&header) {
-                    Block::Impl
-                } else {
-                    Block::Other
-                });
+                stack.push(block_of(&header));
                 header.clear();
                 i += 1;
             }
@@ -126,7 +133,7 @@ pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
                 header.clear();
                 i += 1;
             }
-            _ => {
+            c => {
                 header.push(c as char);
                 i += 1;
             }
@@ -135,11 +142,54 @@ pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
     None
 }
 
-/// The index after a string's closing quote (with `hashes` `#` after it for a raw string).
-fn skip_string(bytes: &[u8], mut i: usize, hashes: usize, line: &mut usize) -> Option<usize> {
+/// The index after a (nested) block comment starting at `i`.
+fn skip_block_comment(bytes: &[u8], mut i: usize, line: &mut usize) -> usize {
+    let mut depth = 0usize;
+    while i < bytes.len() {
+        if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            *line += usize::from(bytes[i] == b'\n');
+            i += 1;
+        }
+    }
+    i
+}
+
+/// The index after a character literal (`'a'`, `'«'`, `'\n'`, `'\u{7D}'`) that starts at the
+/// quote at `i`, or after the quote alone for a lifetime or a label (`'a`).
+fn skip_char_or_lifetime(source: &str, i: usize) -> usize {
+    let rest = &source[i + 1..];
+    match rest.chars().next() {
+        Some('\\') => rest
+            .char_indices()
+            .skip(2)
+            .take(10)
+            .find(|&(_, c)| c == '\'')
+            .map_or(i + 1, |(k, _)| i + 1 + k + 1),
+        Some(c) if rest[c.len_utf8()..].starts_with('\'') => i + 1 + c.len_utf8() + 1,
+        _ => i + 1,
+    }
+}
+
+/// The index after a string's closing quote: an ordinary string (escapes read), or a raw one
+/// with `Some(hashes)` `#` after its closing quote (no escapes).
+fn skip_string(bytes: &[u8], mut i: usize, raw: Option<usize>, line: &mut usize) -> Option<usize> {
+    let hashes = raw.unwrap_or(0);
     while i < bytes.len() {
         match bytes[i] {
-            b'\\' if hashes == 0 => i += 2,
+            b'\\' if raw.is_none() => {
+                // An escaped newline (a continued line) is still a line.
+                *line += usize::from(bytes.get(i + 1) == Some(&b'\n'));
+                i += 2;
+            }
             b'"' if bytes[i + 1..]
                 .iter()
                 .take(hashes)
@@ -174,48 +224,56 @@ fn raw_string_start(bytes: &[u8], i: usize) -> Option<(usize, usize)> {
     (bytes.get(j) == Some(&b'"')).then_some((j - i - 1, j + 1))
 }
 
-/// Whether an item header (the text before its `{`) opens an `impl` block: its first word, after
-/// attributes, visibility, `unsafe` and `default`, is `impl`.
-fn is_impl_header(header: &str) -> bool {
+/// What an item header (the text before its `{`) opens: an `impl` (a trait's when a `for` word
+/// comes before any `where`; `for<'a>` of a bound is not one), a `trait`, or anything else.
+fn block_of(header: &str) -> Block {
+    match first_word(header) {
+        Some("impl") => {
+            let words = header
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '<'))
+                .filter(|w| !w.is_empty());
+            if words.take_while(|w| *w != "where").any(|w| w == "for") {
+                Block::TraitImpl
+            } else {
+                Block::Impl
+            }
+        }
+        Some("trait") => Block::Trait,
+        _ => Block::Other,
+    }
+}
+
+/// An item header's first word after attributes, visibility, `unsafe`, `default` and `auto`.
+fn first_word(header: &str) -> Option<&str> {
     let mut rest = header.trim_start();
     loop {
         if let Some(after) = rest.strip_prefix("#[").or_else(|| rest.strip_prefix("#![")) {
             let mut depth = 1usize;
-            let mut end = None;
-            for (k, c) in after.char_indices() {
+            let end = after.char_indices().find_map(|(k, c)| {
                 match c {
                     '[' => depth += 1,
-                    ']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = Some(k + 1);
-                            break;
-                        }
-                    }
+                    ']' => depth -= 1,
                     _ => {}
                 }
-            }
-            let Some(end) = end else { return false };
+                (depth == 0).then_some(k + 1)
+            })?;
             rest = after[end..].trim_start();
             continue;
         }
-        let word: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        match word.as_str() {
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let word = &rest[..len];
+        match word {
             "pub" => {
                 rest = rest[3..].trim_start();
                 if rest.starts_with('(') {
-                    let Some(close) = rest.find(')') else {
-                        return false;
-                    };
-                    rest = rest[close + 1..].trim_start();
+                    rest = rest[rest.find(')')? + 1..].trim_start();
                 }
             }
-            "unsafe" | "default" => rest = rest[word.len()..].trim_start(),
-            "impl" => return true,
-            _ => return false,
+            "unsafe" | "default" | "auto" => rest = rest[len..].trim_start(),
+            "" => return None,
+            w => return Some(w),
         }
     }
 }

@@ -24,6 +24,8 @@ const VEC: &str = "Vec";
 const COMPLEX: &str = "Complex";
 /// The type of lengths and offsets.
 pub const USIZE: &str = "usize";
+/// cudarc's view types, whose one lifetime parameter comes first and may be left unwritten.
+const VIEWS: &[&str] = &["CudaView", "CudaViewMut", "UnifiedView", "UnifiedViewMut"];
 /// The anonymous lifetime `'_`, without its apostrophe.
 const ANONYMOUS: &str = "_";
 
@@ -201,6 +203,19 @@ pub fn name_lifetimes(ty: &mut Type, fresh: &mut Vec<Lifetime>) {
             Type::Path(p) => {
                 if let Some(q) = &mut p.qself {
                     walk(&mut q.ty, next);
+                }
+                // `CudaViewMut<f32>`: cudarc's views have a lifetime the user may leave unwritten
+                // (Rust allows it in paths); it is named like an elided one.
+                if let Some(seg) = p.path.segments.last_mut()
+                    && VIEWS.contains(&seg.ident.to_string().as_str())
+                    && let PathArguments::AngleBracketed(a) = &mut seg.arguments
+                    && !a
+                        .args
+                        .iter()
+                        .any(|g| matches!(g, GenericArgument::Lifetime(_)))
+                {
+                    let l = next(seg.ident.span());
+                    a.args.insert(0, GenericArgument::Lifetime(l));
                 }
                 for seg in &mut p.path.segments {
                     if let PathArguments::AngleBracketed(a) = &mut seg.arguments {

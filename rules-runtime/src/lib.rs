@@ -155,6 +155,13 @@ pub use rules_macro::derivative_rule;
 /// | `fill` by value | [`FillRule`] | [`RawFillRule`] |
 /// | `broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_reduce`, `send_recv` | [`CollectiveRule`] | |
 /// | `send`, `recv` | [`SendRule`], [`RecvRule`] | |
+///
+/// It also holds what a caller names next: the tapes, [`Error`], [`Result`] (whose error type
+/// defaults to [`Error`], so `Result<T, OtherError>` keeps its meaning), [`On`] and
+/// [`Differentiable`]. Next to another glob import that brings its own `Error` or `Result` (a
+/// parent module's, through `use super::*` in a test module), such a name is ambiguous where it
+/// is used: import the one you mean by name (`use anyhow::Result;`), which takes precedence
+/// over every glob.
 pub mod prelude {
     pub use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
     pub use crate::collective::CollectiveTape;

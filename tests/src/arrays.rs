@@ -47,7 +47,7 @@ pub fn rows_to_array<T: ArrayElement + rules_runtime::cudarc::driver::DeviceRepr
     array_box_fits(dst.extent(), (x, y, 0), (width, height, 1))?;
     linear_box_fits::<T>(src.len(), src_pitch, height, (width, height, 1))?;
     let a = End::Array(dst.cu_array(), (x, y, 0), size_of::<T>());
-    src.with_addr(stream, |t, addr| {
+    src.with_addr(stream, &mut |t, addr| {
         let s = End::Linear(t, addr, src_pitch, height);
         // SAFETY: as in `to_array`.
         unsafe { memcpy3d(stream, a, s, size_of::<T>(), (width, height, 1)) }
@@ -91,7 +91,7 @@ fn set_box<T: ArrayElement>(
     let src = vec![value; width * height * depth];
     let a = End::Array(dst.cu_array(), (x, y, z), size_of::<T>());
     // `with_addr` waits for the stream: `src` lives until the copy has finished with it.
-    src.with_addr(stream, |t, addr| {
+    src.with_addr(stream, &mut |t, addr| {
         let s = End::Linear(t, addr, width * size_of::<T>(), height);
         // SAFETY: `src` holds the packed box; the array's box was checked above.
         unsafe { memcpy3d(stream, a, s, size_of::<T>(), shape) }

@@ -79,10 +79,13 @@ pub fn parts(g: &Generator<'_>, order: &TokenStream) -> Parts {
             if x != y {
                 // The very bound the trait asks for: the solver then needs no normalisation of
                 // `X`'s element, which a where-clause on `X` would keep it from doing.
-                bounds.extend(buffer_bound(
-                    y,
-                    &quote!(#p::CollectiveSrc<Elem = <#x as #p::ShadowRead>::Elem>),
-                ));
+                // A cudarc buffer's element is named as its type argument (which `x`'s own bound
+                // states): a projection of a concrete type overflows the solver.
+                let target = match element_of(x) {
+                    Some(e) if known_buffer_name(x) => quote!(#e),
+                    _ => quote!(<#x as #p::ShadowRead>::Elem),
+                };
+                bounds.extend(buffer_bound(y, &quote!(#p::CollectiveSrc<Elem = #target>)));
             }
             collective_parts(g, "CollectiveRule", quote!(#x, #y), order, bounds)
                 .inputs(quote!(__d: &mut #x, __s: &#y))
@@ -192,13 +195,14 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
             (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>))),
-            // A known buffer of a generic element says its `Elem`: a bare bound
-            // (`CudaSlice<T>: ShadowMemory`) would hide the impl's `Elem = T` from the solver,
-            // and `T` would not match the other buffer's (E0271).
-            (None, None) => match named_buffer_elem(x) {
-                Some(e) => out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>))),
-                None => out.extend(buffer_bound(x, &memory)),
-            },
+            // A cudarc buffer of an element the macro cannot name (`T`, an alias): the bound
+            // says its element, which a bare bound would hide from the solver behind the
+            // `where` clause.
+            (None, None) if known_buffer_name(x) && element_of(x).is_some() => {
+                let e = element_of(x);
+                out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>)));
+            }
+            (None, None) => out.extend(buffer_bound(x, &memory)),
         }
     }
     let elem = |t: &'a Type| {
@@ -223,7 +227,9 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    // As in `copy_bounds`: a known buffer of a generic element says its `Elem`.
+    // As in `copy_bounds`: a cudarc buffer of an element the macro cannot name says it. A named
+    // element keeps the bare bound: beside the pair's `Elem = <X as ShadowRead>::Elem` bound, an
+    // `Elem = f32` one leaves the solver two answers to pick from (E0284 at the rule).
     let mut out = match named_buffer_elem(buffer).filter(|e| !known_elem(e)) {
         Some(e) => buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>)),
         None => buffer_bound(buffer, &quote!(#p::#bound)),

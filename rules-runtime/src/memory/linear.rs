@@ -2,14 +2,15 @@
 //! rules (`crate::array_rules`): the box checks a primitive makes before the driver call, the
 //! copy descriptor, and [`Linear`], the buffers whose address a copy may be given.
 
+use crate::device::pool::CurrentContext;
 use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef, CudaArray};
 use crate::memory::raw::RawShadow;
 use crate::{MemoryKind, ShadowMemory, ShadowRead};
 use cudarc::driver::sys::{self, CUmemorytype};
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DriverError, HostSlice, PinnedHostSlice, UnifiedSlice,
-    ValidAsZeroBits,
+    CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, HostSlice,
+    PinnedHostSlice, UnifiedSlice, ValidAsZeroBits,
 };
 
 /// What a primitive answers, before any driver call, for a box that does not fit its buffer or
@@ -163,59 +164,94 @@ pub unsafe fn memcpy3d(
 }
 
 /// Linear memory a box copy can read or write: its memory type and address, given to `f` while
-/// the buffer's own synchronisation (cudarc's events) holds.
+/// the buffer's own synchronisation (cudarc's events) holds, for reading ([`Linear::with_addr`])
+/// or for writing ([`Linear::with_addr_mut`], through `&mut`, with cudarc's write tracking).
 ///
 /// # Safety
-/// The primitives enqueue driver copies at the address `with_addr` gives, within the
-/// [`ShadowRead::len`] elements it checked, so an implementation must guarantee: `f` is given the
-/// address of exactly those `len()` elements and their memory type, valid for the copy `f`
-/// enqueues on `stream`; that copy is ordered after the buffer's pending work and before its
-/// later users; and borrowed host memory (which may be page-locked memory seen as a slice) is
-/// no longer read or written by the copy when `with_addr` returns.
+/// The primitives enqueue driver copies at the address given, within the [`ShadowRead::len`]
+/// elements they checked, so an implementation must guarantee: `f` is given the address of
+/// exactly those `len()` elements and their memory type, valid for the copy `f` enqueues on
+/// `stream` (for writing, in `with_addr_mut`); that copy is ordered after the buffer's pending
+/// work (its reads and writes, for a write) and before its later users; and borrowed host
+/// memory (which may be page-locked memory seen as a slice) is no longer read or written by the
+/// copy when the method returns.
 pub unsafe trait Linear: ShadowMemory {
-    /// Calls `f(type, address)`, which enqueues one copy on `stream`.
-    fn with_addr(
-        &self,
-        stream: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError>;
+    /// Calls `f(type, address)`, which enqueues one copy that reads the buffer on `stream`.
+    fn with_addr(&self, stream: &CudaStream, f: AddrFn<'_>) -> DriverResult;
+    /// Calls `f(type, address)`, which enqueues one copy that writes the buffer on `stream`.
+    fn with_addr_mut(&mut self, stream: &CudaStream, f: AddrFn<'_>) -> DriverResult;
 }
 
-// SAFETY: the slice's own elements; the stream is waited for before returning, so the copy has
-// finished with the borrowed memory (a pageable copy may return early: page-locked memory).
+/// What a [`Linear`] buffer's address is given to: a function that enqueues one copy.
+pub type AddrFn<'f> = &'f mut dyn FnMut(CUmemorytype, u64) -> DriverResult;
+
+/// A driver call's result.
+pub type DriverResult = core::result::Result<(), DriverError>;
+
+/// `f` at a host address, then the stream waited for (also when `f` failed: a failure does not
+/// say nothing was enqueued), so that the copy has finished with the borrowed memory when this
+/// returns (a pageable copy may return early: page-locked memory seen as a slice).
+fn host_then_wait(stream: &CudaStream, addr: u64, f: AddrFn<'_>) -> DriverResult {
+    let copied = f(CUmemorytype::CU_MEMORYTYPE_HOST, addr);
+    let waited = stream.synchronize();
+    copied.and(waited)
+}
+
+// SAFETY: the slice's own elements (read through `&`, written through `&mut`); finished with
+// before returning (`host_then_wait`).
 unsafe impl<T: crate::Differentiable> Linear for [T] {
-    fn with_addr(
-        &self,
-        stream: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
-        let copied = f(CUmemorytype::CU_MEMORYTYPE_HOST, self.as_ptr() as u64);
-        // Waited for even when the copy failed: a failure does not say nothing was enqueued.
-        let waited = stream.synchronize();
-        copied.and(waited)
+    fn with_addr(&self, stream: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        host_then_wait(stream, self.as_ptr() as u64, f)
+    }
+    fn with_addr_mut(&mut self, stream: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        host_then_wait(stream, self.as_mut_ptr() as u64, f)
+    }
+}
+
+// SAFETY: as for `[T]` (the `Vec` is not resized while borrowed).
+unsafe impl<T: crate::Differentiable> Linear for Vec<T> {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        self.as_slice().with_addr(s, f)
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        self.as_mut_slice().with_addr_mut(s, f)
     }
 }
 
 // SAFETY: as for `[T]`.
-unsafe impl<T: crate::Differentiable> Linear for Vec<T> {
-    fn with_addr(
-        &self,
-        s: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
+unsafe impl<T: crate::Differentiable, const N: usize> Linear for [T; N] {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         self.as_slice().with_addr(s, f)
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        self.as_mut_slice().with_addr_mut(s, f)
     }
 }
 
+/// Device-side buffers whose cudarc guard orders the copy: `device_ptr` (waits for writes,
+/// records a read) to read, `device_ptr_mut` (waits for reads and writes, records a write) to
+/// write.
 // SAFETY: cudarc's device address of the buffer's `len()` elements; its guard orders the copy
-// after the buffer's pending work and records it for later users.
+// after the buffer's pending work and records it for later users (a write as a write).
 unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for CudaSlice<T> {
-    fn with_addr(
-        &self,
-        s: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        let (ptr, _sync) = self.device_ptr_mut(s);
+        f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
+    }
+}
+
+// SAFETY: as for `CudaSlice`: the view's own elements and its slice's events.
+unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for CudaViewMut<'_, T> {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        let (ptr, _sync) = self.device_ptr_mut(s);
         f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
     }
 }
@@ -223,58 +259,52 @@ unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for Cu
 // SAFETY: as for `CudaSlice`: the buffer's events order the copy, which reads or writes owned
 // page-locked memory.
 unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for PinnedHostSlice<T> {
-    fn with_addr(
-        &self,
-        s: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         // SAFETY: the address is used only by the copy enqueued on `s` inside `f`; the guard
         // records the buffer's event after it.
         let (slice, _sync) = unsafe { self.stream_synced_slice(s) };
         f(CUmemorytype::CU_MEMORYTYPE_HOST, slice.as_ptr() as u64)
     }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        // SAFETY: as in `with_addr`, for writing.
+        let (slice, _sync) = unsafe { self.stream_synced_mut_slice(s) };
+        f(CUmemorytype::CU_MEMORYTYPE_HOST, slice.as_mut_ptr() as u64)
+    }
 }
 
 // SAFETY: as for `CudaSlice`.
 unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<T> {
-    fn with_addr(
-        &self,
-        s: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let (ptr, _sync) = self.device_ptr(s);
+        f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, ptr)
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        let (ptr, _sync) = self.device_ptr_mut(s);
         f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, ptr)
     }
 }
 
-// SAFETY: the `len()` elements that `RawShadow::new`'s caller vouched for, in the declared kind;
-// host memory is finished with before returning, as for `[T]`.
+// SAFETY: the `len()` elements that `RawShadow::new`'s caller vouched for (readable and
+// writable), in the declared kind; host memory is finished with before returning, as for `[T]`.
 unsafe impl<T: crate::Differentiable> Linear for RawShadow<T> {
-    fn with_addr(
-        &self,
-        s: &CudaStream,
-        f: impl FnOnce(CUmemorytype, u64) -> core::result::Result<(), DriverError>,
-    ) -> core::result::Result<(), DriverError> {
-        let host = matches!(self.kind(), MemoryKind::Host | MemoryKind::Pinned);
-        let t = match self.kind() {
-            MemoryKind::Host | MemoryKind::Pinned => CUmemorytype::CU_MEMORYTYPE_HOST,
-            MemoryKind::Device => CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            _ => CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-        };
-        let copied = f(t, self.as_ptr() as u64);
-        if host {
-            // As for `[T]`.
-            copied.and(s.synchronize())
-        } else {
-            copied
+    fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        let addr = self.as_ptr() as u64;
+        match self.kind() {
+            MemoryKind::Host | MemoryKind::Pinned => host_then_wait(s, addr, f),
+            MemoryKind::Device => f(CUmemorytype::CU_MEMORYTYPE_DEVICE, addr),
+            _ => f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, addr),
         }
+    }
+    fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
+        self.with_addr(s, f)
     }
 }
 
 /// `dst[origin ..][box] ← src[box]`: linear rows (`pitch` bytes apart, slices `rows` rows apart)
 /// into a box of an array, on `stream`, ordered after the array's earlier work on any stream and
-/// recorded for its later work. Both boxes are checked first: `CUDA_ERROR_INVALID_VALUE`, as a
-/// primal error, before any driver call.
+/// recorded for its later work. Both boxes are checked first (`CUDA_ERROR_INVALID_VALUE`, as a
+/// primal error), and the array's context against the stream's (`Error::ContextMismatch`),
+/// before any driver call; an empty box makes none.
 pub fn linear_to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &CudaStream,
     dst: &mut CudaArray<T>,
@@ -285,11 +315,15 @@ pub fn linear_to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
 ) -> Result<()> {
     array_box_fits(dst.extent(), origin, shape).map_err(Error::primal)?;
     linear_box_fits::<T>(src.len(), pitch, rows, shape).map_err(Error::primal)?;
+    if is_empty(shape) {
+        return Ok(());
+    }
     let a = End::Array(dst.cu_array(), origin, size_of::<T>());
-    ordered(stream, &dst.array_ref(), || {
-        src.with_addr(stream, |t, addr| {
+    ordered(stream, &[&dst.array_ref()], &mut || {
+        src.with_addr(stream, &mut |t, addr| {
             // SAFETY: both boxes were checked above, against the array and against the `len()`
-            // elements at `addr` (`Linear`'s contract).
+            // elements at `addr` (`Linear`'s contract); the box is not empty, so the origin is
+            // inside the array and its byte offset does not overflow.
             unsafe {
                 memcpy3d(
                     stream,
@@ -303,8 +337,8 @@ pub fn linear_to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     })
 }
 
-/// `dst[box] ← src[origin ..][box]`: a box of an array into linear rows, as
-/// [`linear_to_array`].
+/// `dst[box] ← src[origin ..][box]`: a box of an array into linear rows (written through
+/// `&mut`, with the buffer's write tracking), as [`linear_to_array`].
 pub fn array_to_linear<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &CudaStream,
     dst: &mut L,
@@ -315,10 +349,13 @@ pub fn array_to_linear<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
 ) -> Result<()> {
     array_box_fits(src.extent(), origin, shape).map_err(Error::primal)?;
     linear_box_fits::<T>(dst.len(), pitch, rows, shape).map_err(Error::primal)?;
+    if is_empty(shape) {
+        return Ok(());
+    }
     let a = End::Array(src.cu_array(), origin, size_of::<T>());
-    ordered(stream, &src.array_ref(), || {
-        dst.with_addr(stream, |t, addr| {
-            // SAFETY: as in `linear_to_array`.
+    ordered(stream, &[&src.array_ref()], &mut || {
+        dst.with_addr_mut(stream, &mut |t, addr| {
+            // SAFETY: as in `linear_to_array`, the linear end written.
             unsafe {
                 memcpy3d(
                     stream,
@@ -344,27 +381,55 @@ pub fn array_to_array<T: ArrayElement>(
 ) -> Result<()> {
     array_box_fits(dst.extent(), dst_origin, shape).map_err(Error::primal)?;
     array_box_fits(src.extent(), src_origin, shape).map_err(Error::primal)?;
+    if is_empty(shape) {
+        return Ok(());
+    }
     let size = size_of::<T>();
     let d = End::Array(dst.cu_array(), dst_origin, size);
     let s = End::Array(src.cu_array(), src_origin, size);
-    let (da, sa) = (dst.array_ref(), src.array_ref());
-    sa.wait(stream)?;
-    ordered(stream, &da, || {
-        // SAFETY: both boxes were checked above against their arrays.
+    ordered(stream, &[&dst.array_ref(), &src.array_ref()], &mut || {
+        // SAFETY: both boxes were checked above against their arrays, and are not empty.
         unsafe { memcpy3d(stream, d, s, size, shape) }
-    })?;
-    sa.record(stream)
+    })
 }
 
-/// `copy` enqueued on `stream` after the array's earlier work, and recorded as its latest (also
-/// when the copy failed: a failure does not say nothing was enqueued).
+/// Whether a box holds no element (the driver is then not called: an empty box fits at any
+/// origin, where the descriptor's byte offsets could overflow).
+fn is_empty((w, h, d): (usize, usize, usize)) -> bool {
+    w == 0 || h == 0 || d == 0
+}
+
+/// `copy` enqueued on `stream`, with the stream's context current, after every array's earlier
+/// work, and recorded as each array's latest. The arrays must be of the stream's context. If a
+/// record fails after the copy was enqueued, the stream is waited for before the error returns,
+/// so that no array can be dropped while the copy still runs.
 fn ordered(
     stream: &CudaStream,
-    array: &ArrayRef<'_>,
-    copy: impl FnOnce() -> core::result::Result<(), DriverError>,
+    arrays: &[&ArrayRef<'_>],
+    copy: &mut dyn FnMut() -> DriverResult,
 ) -> Result<()> {
-    array.wait(stream)?;
-    let copied = copy();
-    array.record(stream)?;
+    for a in arrays {
+        if a.ctx.cu_ctx() != stream.context().cu_ctx() {
+            return Err(Error::ContextMismatch {
+                what: "the CUDA array".to_string(),
+                expected: stream.context().ordinal(),
+                found: a.ctx.ordinal(),
+            });
+        }
+    }
+    for a in arrays {
+        a.wait(stream)?;
+    }
+    let copied = {
+        let _current = CurrentContext::save();
+        stream.context().bind_to_thread().map_err(Error::primal)?;
+        copy()
+    };
+    for a in arrays {
+        if let Err(e) = a.record(stream) {
+            let _ = stream.synchronize();
+            return Err(e);
+        }
+    }
     copied.map_err(Error::primal)
 }
