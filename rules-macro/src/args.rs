@@ -4,8 +4,8 @@
 
 use crate::ctxt::Ctxt;
 use crate::model::{
-    ARG_KEYS, CRATE, DST, FLAGS, IN_IMPL, KIND_SYNONYMS, Kind, MEMORY_KIND_SYNONYMS, MEMORY_KINDS,
-    MemKind, OLD_NAME_KEYS, RESTORE, RULE, Role, SRC,
+    ARG_KEYS, AUTODIFF, CRATE, DST, FLAGS, IN_IMPL, KIND_SYNONYMS, Kind, MEMORY_KIND_SYNONYMS,
+    MEMORY_KINDS, MemKind, OLD_NAME_KEYS, RESTORE, RULE, Role, SRC,
 };
 use crate::text::{did_you_mean, one_of};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
@@ -43,6 +43,16 @@ pub struct RuleArgs {
     pub src_kind: Option<DeclaredKind>,
     /// `rule = name`.
     pub rule: Option<Ident>,
+    /// `autodiff` or `autodiff(f32, f64)`: the std::autodiff bridges (`expand::autodiff`).
+    pub autodiff: Option<AutodiffArg>,
+}
+
+/// The `autodiff` option as written.
+pub struct AutodiffArg {
+    /// The element types of a generic rule, `autodiff(f32, f64)`; `None` for the bare word.
+    pub elems: Option<Vec<syn::Type>>,
+    /// The tokens of the whole option, for errors.
+    pub tokens: TokenStream,
 }
 
 /// Parses the attribute's arguments, recording every problem in `cx`. Arguments are read one
@@ -82,6 +92,24 @@ fn parse_arg(cx: &Ctxt, args: &mut RuleArgs, tokens: &[TokenTree]) {
         None => parse_kind(cx, args, key, &name),
         Some(TokenTree::Punct(p)) if p.as_char() == '=' => {
             parse_key_value(cx, args, key, &name, &tokens[2..]);
+        }
+        Some(TokenTree::Group(g))
+            if name == AUTODIFF && g.delimiter() == Delimiter::Parenthesis =>
+        {
+            let parser = syn::punctuated::Punctuated::<syn::Type, syn::Token![,]>::parse_terminated;
+            match syn::parse::Parser::parse2(parser, g.stream()) {
+                Ok(list) if !list.is_empty() && tokens.len() == 2 => {
+                    let arg = AutodiffArg {
+                        elems: Some(list.into_iter().collect()),
+                        tokens: tokens_of(tokens),
+                    };
+                    set_once(cx, &mut args.autodiff, arg, key, &name);
+                }
+                _ => cx.error_spanned_by(
+                    tokens_of(tokens),
+                    "`autodiff(...)` takes the element types of a generic rule, e.g. `autodiff(f32, f64)`",
+                ),
+            }
         }
         Some(TokenTree::Group(g)) if g.delimiter() != Delimiter::None => {
             let msg = if let Some(kind) = Kind::from_name(&name) {
@@ -162,6 +190,14 @@ fn parse_kind(cx: &Ctxt, args: &mut RuleArgs, ident: &Ident, name: &str) {
             cx.error_spanned_by(ident, format!("`{name}` is given twice; keep one"));
         }
         args.restore = Some(ident.clone());
+        return;
+    }
+    if name == AUTODIFF {
+        let arg = AutodiffArg {
+            elems: None,
+            tokens: ident.to_token_stream(),
+        };
+        set_once(cx, &mut args.autodiff, arg, ident, name);
         return;
     }
     if name == IN_IMPL {

@@ -17,6 +17,7 @@
 //! function returning the runtime's `InImpl` (the plan and a closure calling `Self::name`), which
 //! implements the same trait: the call sites read the same.
 
+mod autodiff;
 mod bodies;
 mod call;
 mod item;
@@ -57,12 +58,14 @@ pub fn derivative_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
         return quote!(#func #stubs #errors);
     }
     let plan = check(&cx, &rule);
+    let bridges = plan.as_ref().and_then(|p| autodiff::check(&cx, &rule, p));
     let errors = cx.take();
     let func = &rule.func;
     match plan {
-        Some(plan) if errors.is_empty() => {
-            let rules = Generator::new(&rule, &plan).generate();
-            quote!(#func #rules)
+        Some(ref plan) if errors.is_empty() => {
+            let rules = Generator::new(&rule, plan).generate();
+            let bridges = bridges.map(|b| b.generate());
+            quote!(#func #rules #bridges)
         }
         _ => {
             let stubs = fallback::stubs(&rule);

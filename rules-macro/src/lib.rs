@@ -76,6 +76,12 @@ use proc_macro::TokenStream;
 ///   `copy` included): the augmented primal saves the old box into the tape, and the reverse
 ///   writes it back after the shadow work.
 ///
+/// `autodiff` (`autodiff(f32, f64)` for a rule generic over its element type), on a pointer
+/// `copy`: also the bridges through which Rust's nightly `std::autodiff` (Enzyme) calls the rule
+/// object's methods, and `<name>_ad`, the safe function to call inside the differentiated
+/// function; emitted only with the runtime's `autodiff` feature (see the repository's
+/// docs/autodiff.md).
+///
 /// NCCL collectives have their own kinds, each with its adjoint: `broadcast` and `reduce`
 /// (`#[root]`), `all_gather`, `reduce_scatter`, `all_reduce`, `send` (`#[src]` only) and `recv`
 /// (`#[dst]` only) with `#[peer]`, `send_recv` with `#[send_to]` and `#[recv_from]`. The

@@ -230,8 +230,12 @@ pub const OLD_NAME_KEYS: &[&str] = &["forward", "augmented_primal", "reverse"];
 pub const IN_IMPL: &str = "in_impl";
 /// `restore`: a flag, the reverse writes the destination's old contents back.
 pub const RESTORE: &str = "restore";
+/// `autodiff` / `autodiff(f32, f64)`: also generate the bridges for Rust's `std::autodiff`
+/// (Enzyme), emitted with the runtime's `autodiff` feature, with the element types of a generic
+/// rule.
+pub const AUTODIFF: &str = "autodiff";
 /// Every flag argument (a bare word that is not a kind).
-pub const FLAGS: &[&str] = &[IN_IMPL, RESTORE];
+pub const FLAGS: &[&str] = &[IN_IMPL, RESTORE, AUTODIFF];
 /// The runtime's default path.
 pub const DEFAULT_CRATE: &str = "rules_runtime";
 

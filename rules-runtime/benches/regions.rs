@@ -14,13 +14,22 @@
 //!   replaced.
 //! - The deterministic sum (the reverse of `fill`) against cuBLAS `sasum` over the same bytes,
 //!   both returning their result to the host (cuBLAS in its default host pointer mode, which
-//!   waits for the result, as `sum_region` does).
+//!   waits for the result, as `sum_region` does); and added on the stream into a value's shadow
+//!   (`accumulate_sum_region`, no host wait), the form `x.sum()` in PyTorch has.
+//! - The same 2D boxes and sums in f16, bf16 and f64 (same shapes and pitches in elements).
+//!
+//! PyTorch's figures for the same shapes come from `tools/torch-compare/regions.py`, run beside
+//! this bench.
 
+use half::{bf16, f16};
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
-use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
+use rules_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits, sys,
+};
 use rules_runtime::memory::array::CudaArray;
 use rules_runtime::{
-    On, Pitched, accumulate_and_zero_region, accumulate_region, sum_region, zero_region,
+    Differentiable, On, Pitched, accumulate_and_zero_region, accumulate_region,
+    accumulate_sum_region, sum_region, zero_region,
 };
 use std::sync::Arc;
 
@@ -48,57 +57,44 @@ fn data(s: &Arc<CudaStream>, n: usize, seed: u64) -> R<CudaSlice<f32>> {
     common::random(s, n, seed)
 }
 
-fn main() -> R<()> {
-    let ctx = match rules_runtime::cuda::context(0) {
-        Ok(c) => c,
-        Err(e) => {
-            println!("no GPU ({e}): nothing to measure");
-            return Ok(());
-        }
-    };
-    let s = ctx.default_stream();
-    println!("device: {}", ctx.name()?);
-    println!("timing: CUDA events around k back-to-back calls, median of 21 repetitions, per call");
-
-    println!(
-        "\n## 2D box: accumulate_and_zero_region vs cuMemcpy2DAsync D2D of the same box (f32)"
-    );
-    println!(
-        "| width | height | pitch B | box MiB | ours us | ours GB/s (2R+2W) | accumulate only us | cuMemcpy2D us | copy GB/s (R+W) | ours / copy bandwidth |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+/// The 2D boxes of the table in element type `T`: the bench's shapes, pitches scaled from f32
+/// elements to `T`'s.
+fn boxes<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
+    s: &Arc<CudaStream>,
+    name: &str,
+) -> R<()> {
+    let size = size_of::<T>();
     let shapes: [(usize, usize, usize); 7] = [
-        (8192, 4096, 8192 * 4),
-        (8192, 4096, 8200 * 4),
-        (8191, 4096, 8197 * 4),
-        (1000, 16384, 1024 * 4),
-        (333, 65536, 347 * 4),
-        (3, 1 << 22, 16),
-        (1 << 24, 1, 1 << 26),
+        (8192, 4096, 8192),
+        (8192, 4096, 8200),
+        (8191, 4096, 8197),
+        (1000, 16384, 1024),
+        (333, 65536, 347),
+        (3, 1 << 22, 4),
+        (1 << 24, 1, 1 << 24),
     ];
-    for (w, h, pitch) in shapes {
-        let row = pitch / 4;
+    for (w, h, row) in shapes {
+        let pitch = row * size;
         let len = (h - 1) * row + w;
-        let a = data(&s, len, 1)?;
-        let b = data(&s, len, 2)?;
-        let (mut a, mut b) = (a, b);
+        let mut a = common::random::<T, Box<dyn std::error::Error>>(s, len, 1)?;
+        let mut b = common::random::<T, Box<dyn std::error::Error>>(s, len, 2)?;
         let r = Pitched::rows(0, w, h, pitch);
-        let box_bytes = (w * h * 4) as f64;
-        let ours = median_us(&s, 4 * w * h * 4, || {
+        let box_bytes = (w * h * size) as f64;
+        let ours = median_us(s, 4 * w * h * size, || {
             Ok(accumulate_and_zero_region(
-                On::stream(&s),
+                On::stream(s),
                 &mut a,
                 r,
                 &mut b,
                 r,
             )?)
         })?;
-        let acc_only = median_us(&s, 3 * w * h * 4, || {
-            Ok(accumulate_region(On::stream(&s), &mut a, r, &b, r)?)
+        let acc_only = median_us(s, 3 * w * h * size, || {
+            Ok(accumulate_region(On::stream(s), &mut a, r, &b, r)?)
         })?;
         let copy = {
-            let (pa, _ga) = a.device_ptr_mut(&s);
-            let (pb, _gb) = b.device_ptr(&s);
+            let (pa, _ga) = a.device_ptr_mut(s);
+            let (pb, _gb) = b.device_ptr(s);
             let c = sys::CUDA_MEMCPY2D {
                 srcXInBytes: 0,
                 srcY: 0,
@@ -114,11 +110,11 @@ fn main() -> R<()> {
                 dstDevice: pa,
                 dstArray: core::ptr::null_mut(),
                 dstPitch: pitch,
-                WidthInBytes: w * 4,
+                WidthInBytes: w * size,
                 Height: h,
             };
             let cs = s.cu_stream();
-            median_us(&s, 2 * w * h * 4, || {
+            median_us(s, 2 * w * h * size, || {
                 // SAFETY: both boxes lie inside their allocations.
                 unsafe { sys::cuMemcpy2DAsync_v2(&c, cs) }.result()?;
                 Ok(())
@@ -126,58 +122,116 @@ fn main() -> R<()> {
         };
         let (ours_bw, copy_bw) = (gbs(4.0 * box_bytes, ours), gbs(2.0 * box_bytes, copy));
         println!(
-            "| {w} | {h} | {pitch} | {:.1} | {ours:.1} | {ours_bw:.0} | {acc_only:.1} | {copy:.1} | {copy_bw:.0} | {:.3} |",
+            "| {name} | {w} | {h} | {pitch} | {:.1} | {ours:.1} | {ours_bw:.0} | {acc_only:.1} | {copy:.1} | {copy_bw:.0} | {:.3} |",
             box_bytes / (1 << 20) as f64,
             ours_bw / copy_bw
         );
     }
+    Ok(())
+}
 
-    println!("\n## deterministic sum (fill's reverse) vs cuBLAS sasum, f32, result on the host");
-    println!("| n / box | ours us | ours GB/s | sasum us | sasum GB/s | ours / sasum throughput |");
-    println!("|---|---|---|---|---|---|");
-    let blas = CudaBlas::new(s.clone())?;
-    for n in [1usize << 20, 1 << 24, 1 << 26, 1 << 28] {
-        let x = data(&s, n, 3)?;
-        let r = Pitched::linear::<f32>(0, n);
-        let ours = median_us(&s, n * 4, || {
-            let v = sum_region(On::stream(&s), &x, r)?;
-            std::hint::black_box(v);
+/// The sums of the table in element type `T`: packed runs of n elements (against `sasum` for
+/// f32), then two pitched boxes (pitches scaled from f32 elements to `T`'s).
+fn sums<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
+    s: &Arc<CudaStream>,
+    name: &str,
+    blas: Option<&CudaBlas>,
+) -> R<()> {
+    let size = size_of::<T>();
+    let mut value = s.alloc_zeros::<T>(1)?;
+    let cases: [(usize, usize, usize); 6] = [
+        (1 << 20, 1, 1 << 20),
+        (1 << 24, 1, 1 << 24),
+        (1 << 26, 1, 1 << 26),
+        (1 << 28, 1, 1 << 28),
+        (8191, 8192, 8197),
+        (3, 1 << 22, 4),
+    ];
+    for (w, h, row) in cases {
+        let n = w * h;
+        let x = common::random::<T, Box<dyn std::error::Error>>(s, (h - 1) * row + w, 3)?;
+        let r = Pitched::rows(0, w, h, row * size);
+        let ours = median_us(s, n * size, || {
+            std::hint::black_box(sum_region(On::stream(s), &x, r)?);
             Ok(())
         })?;
-        let sasum = {
-            let (px, _g) = x.device_ptr(&s);
-            let h = *blas.handle();
-            median_us(&s, n * 4, || {
-                let mut out = 0.0f32;
-                // SAFETY: `px` holds `n` floats; host pointer mode (the default) writes `out`
-                // before returning.
-                unsafe { blas::cublasSasum_v2(h, n as i32, px as _, 1, &mut out).result()? };
-                std::hint::black_box(out);
-                Ok(())
-            })?
+        let on_stream = median_us(s, n * size, || {
+            Ok(accumulate_sum_region(On::stream(s), &mut value, &x, r)?)
+        })?;
+        let bytes = (n * size) as f64;
+        let what = if h == 1 {
+            format!("{n}")
+        } else {
+            format!("{w}x{h} (pitch {} B)", row * size)
         };
-        let bytes = (n * 4) as f64;
+        let sasum = match blas {
+            Some(blas) if h == 1 => {
+                let (px, _g) = x.device_ptr(s);
+                let hb = *blas.handle();
+                Some(median_us(s, n * size, || {
+                    let mut out = 0.0f32;
+                    // SAFETY: `px` holds `n` floats (f32 only); host pointer mode (the default)
+                    // writes `out` before returning.
+                    unsafe { blas::cublasSasum_v2(hb, n as i32, px as _, 1, &mut out).result()? };
+                    std::hint::black_box(out);
+                    Ok(())
+                })?)
+            }
+            _ => None,
+        };
+        let (sa, sa_bw, ratio) = match sasum {
+            Some(t) => (
+                format!("{t:.1}"),
+                format!("{:.0}", gbs(bytes, t)),
+                format!("{:.3}", t / ours),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         println!(
-            "| {n} | {ours:.1} | {:.0} | {sasum:.1} | {:.0} | {:.3} |",
+            "| {name} | {what} | {ours:.1} | {:.0} | {sa} | {sa_bw} | {ratio} | {on_stream:.1} | {:.0} |",
             gbs(bytes, ours),
-            gbs(bytes, sasum),
-            sasum / ours
+            gbs(bytes, on_stream)
         );
     }
-    // A 2D box with padding (the sum of a fill over a pitched region).
-    for (w, h, pitch) in [(8191usize, 8192usize, 8197 * 4), (3, 1 << 22, 16)] {
-        let row = pitch / 4;
-        let x = data(&s, (h - 1) * row + w, 4)?;
-        let r = Pitched::rows(0, w, h, pitch);
-        let ours = median_us(&s, w * h * 4, || {
-            std::hint::black_box(sum_region(On::stream(&s), &x, r)?);
-            Ok(())
-        })?;
-        println!(
-            "| {w}x{h} (pitch {pitch} B) | {ours:.1} | {:.0} | - | - | - |",
-            gbs((w * h * 4) as f64, ours)
-        );
-    }
+    Ok(())
+}
+
+fn main() -> R<()> {
+    let ctx = match rules_runtime::cuda::context(0) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("no GPU ({e}): nothing to measure");
+            return Ok(());
+        }
+    };
+    let s = ctx.default_stream();
+    println!("device: {}", ctx.name()?);
+    println!("timing: CUDA events around k back-to-back calls, median of 21 repetitions, per call");
+
+    println!(
+        "\n## 2D box: accumulate_and_zero_region vs cuMemcpy2DAsync D2D of the same box (pitch in bytes for f32; the same pitch in elements for the other dtypes)"
+    );
+    println!(
+        "| dtype | width | height | pitch B | box MiB | ours us | ours GB/s (2R+2W) | accumulate only us | cuMemcpy2D us | copy GB/s (R+W) | ours / copy bandwidth |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    boxes::<f32>(&s, "f32")?;
+    boxes::<f16>(&s, "f16")?;
+    boxes::<bf16>(&s, "bf16")?;
+    boxes::<f64>(&s, "f64")?;
+
+    println!(
+        "\n## deterministic sum (fill's reverse): to the host (sum_region) vs cuBLAS sasum (f32), and on the stream into a value's shadow (accumulate_sum_region)"
+    );
+    println!(
+        "| dtype | n / box | ours us (host) | ours GB/s | sasum us | sasum GB/s | ours / sasum throughput | ours on the stream us | GB/s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let blas = CudaBlas::new(s.clone())?;
+    sums::<f32>(&s, "f32", Some(&blas))?;
+    sums::<f16>(&s, "f16", None)?;
+    sums::<bf16>(&s, "bf16", None)?;
+    sums::<f64>(&s, "f64", None)?;
 
     println!(
         "\n## CUDA array reverses with device memory, one pass through the surface, vs the staged route's parts timed alone (f32)"

@@ -95,6 +95,7 @@
 
 pub mod activity;
 pub mod array_rules;
+pub mod autodiff;
 mod collective;
 pub mod cuda;
 pub mod cudarc_rules;
@@ -177,9 +178,29 @@ pub mod prelude {
     pub use rules_macro::derivative_rule;
 }
 
+/// The items `#[derivative_rule(.., autodiff)]` generates for `std::autodiff` (see
+/// [`autodiff`]), as they are, with the `autodiff` feature; nothing without it. A feature, not a
+/// `cfg` of the user's crate: a `#[cfg(name)]` in generated code is reported by rustc's
+/// `unexpected_cfgs` lint in every crate that has a bridged rule, unless each declares the name.
+#[cfg(feature = "autodiff")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_autodiff {
+    ($($items:tt)*) => { $($items)* };
+}
+
+/// Without the `autodiff` feature: nothing.
+#[cfg(not(feature = "autodiff"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_autodiff {
+    ($($items:tt)*) => {};
+}
+
 /// Items used by generated code. Not a public API: names here may change at any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__if_autodiff as if_autodiff;
     pub use crate::activity::{
         Activity, DstArg, DstPtr, ForwardValue, LaneArray, ReverseValue, SameWidth, SrcArg, SrcPtr,
     };
@@ -196,6 +217,15 @@ pub mod __private {
         RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
     };
     pub use ::core;
+    /// The `std::autodiff` bridges' runtime side.
+    pub mod ad {
+        pub use crate::autodiff::{AdBuf, take_error};
+        pub use crate::memory::MemoryKind;
+        pub use crate::memory::autodiff::{
+            Registration, Side, Streams, copy_aug, copy_fwd, copy_primal, copy_rev,
+        };
+        pub use ::core::ffi::c_void;
+    }
 
     /// The error of a stand-in's methods: they exist in code that does not compile, and are
     /// never called there; called anyway (this module is public), they answer this.

@@ -82,6 +82,40 @@ pub unsafe fn copy_raw(
     unsafe { std::ptr::copy_nonoverlapping(src.add(from), dst.add(at), n) }
 }
 
+/// A pointer copy with the `std::autodiff` bridges (`autodiff`): emitted only with the runtime's
+/// `autodiff` feature; `cargo clippy -p ui-tests --features rules-runtime/autodiff -- -D warnings`
+/// checks them on stable (nothing in them needs nightly).
+///
+/// # Safety
+/// `src + from` and `dst + at` are valid for `n` elements.
+#[derivative_rule(copy, dst = device, src = host, autodiff)]
+pub unsafe fn upload_bridged(
+    stream: &rules_runtime::cudarc::driver::CudaStream,
+    #[dst] dst: *mut f32,
+    #[dst_offset] at: usize,
+    #[src] src: *const f32,
+    #[src_offset] from: usize,
+    #[len] n: usize,
+) {
+    let _ = stream;
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src.add(from), dst.add(at), n) }
+}
+
+/// A generic pointer copy bridged for two element types, `autodiff(f32, f64)`.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` elements.
+#[derivative_rule(copy, dst = unified, src = pinned, autodiff(f32, f64))]
+pub unsafe fn copy_bridged<T: Differentiable>(
+    #[dst] dst: *mut T,
+    #[src] src: *const T,
+    #[len] n: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+}
+
 /// A slice copy of a length it trusts: its rule object holds its arguments sealed, built by an
 /// `unsafe` constructor.
 ///

@@ -2,6 +2,7 @@
 //! checks report, what the expansion and its docs contain, and property tests that the macro
 //! never panics, whatever it is given.
 
+mod autodiff;
 mod check;
 mod docs;
 mod expand;

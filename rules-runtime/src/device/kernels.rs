@@ -214,7 +214,7 @@ pub(crate) unsafe fn memset_zero(stream: &CudaStream, ptr: u64, bytes: usize) ->
 ///
 /// # Safety
 /// As for [`memset_zero`].
-unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
+pub(crate) unsafe fn zero_streaming(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }

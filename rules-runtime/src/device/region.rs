@@ -2,8 +2,8 @@
 //! `shadow.cu`, and `cuMemcpy3DAsync` for staging a box through linear memory). Every function
 //! binds the stream's context first.
 //!
-//! The deterministic sum of a box (its kernels, partials and target) is in `sum`; the launch
-//! shapes it depends on (`walk_sum`) are here, with the other kernels'.
+//! The deterministic sum of a box (its kernels, partials, target and launch shape) is in `sum`;
+//! the launch shapes of the other kernels are here.
 
 mod boxes;
 mod sum;
@@ -16,11 +16,12 @@ pub(crate) use boxes::{
 pub(crate) use sum::{SUMS, dtype_index, sum_partials};
 use sum::{SumTo, sum};
 
-use super::kernels::{THREADS, bind, real_kernel};
+use super::kernels::{self, THREADS, bind, real_kernel};
 use super::pool;
 use crate::cuda::driver;
 use crate::element::Dtype;
 use crate::error::Result;
+use crate::ops::{FUSED_SPLIT_BYTES, STREAMING_ZERO_BYTES};
 use cudarc::driver::{CudaStream, sys};
 
 /// One side of a box in device-reachable memory: the byte address of its first element and its
@@ -35,7 +36,8 @@ pub(crate) struct Side {
 /// The box's shape in elements: width, height, depth.
 pub(crate) type Shape = (u64, u64, u64);
 
-/// The kernels' `Walk` (shadow.cu): the box shape and the threads per row, as log2.
+/// The kernels' `Walk` (shadow.cu): the box shape and the threads per row, as log2; for the
+/// sum's vector path (`vec` = 1), the reals of every row before its first 16-byte boundary.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Walk {
@@ -43,6 +45,8 @@ struct Walk {
     height: u64,
     depth: u64,
     tpr_log2: u32,
+    head: u32,
+    vec: u32,
 }
 
 /// Blocks at most in one region launch. Every kernel strides over what its grid does not cover.
@@ -53,9 +57,12 @@ const SUM_BLOCKS: u64 = 1 << 11;
 
 /// The launch shape for a box of `(w, h, d)` launch units: a power-of-two number of threads per
 /// row (up to a block), row groups over grid.x, column chunks over grid.y, each thread taking
-/// `passes` columns of a row, and at most `cap` blocks. It depends on the box only, never on
-/// the device: the sum's order of additions follows from it.
-fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
+/// `passes` columns of a row, and at most `cap` blocks. Where the rows are narrow (a thread has
+/// at most one column of each), the kernel takes `batch` rows per thread at a time (its
+/// `PASS_ROWS`, `SUM_NARROW_ROWS`: 1 for kernels without narrow batches), and grid.x counts
+/// batches. It depends on the box only, never on the device: the sum's order of additions
+/// follows from it.
+fn walk_with((w, h, d): Shape, passes: u64, cap: u64, batch: u64) -> (Walk, u32, u32) {
     // Narrow rows: the next power of two (a 3-wide row takes 4 threads). Wider rows: about a
     // quarter of the row per thread group, so that the last pass over a row leaves few threads
     // idle (333 columns take 64 threads, six passes, not 256 threads and two).
@@ -66,24 +73,35 @@ fn walk_with((w, h, d): Shape, passes: u64, cap: u64) -> (Walk, u32, u32) {
     };
     let rows_per_block = u64::from(THREADS) / tpr;
     let gy = w.div_ceil(tpr * passes).clamp(1, 65535.min(cap));
-    let gx = (h * d).div_ceil(rows_per_block).clamp(1, (cap / gy).max(1));
+    let batch = if gy * tpr >= w { batch } else { 1 };
+    let gx = (h * d)
+        .div_ceil(rows_per_block * batch)
+        .clamp(1, (cap / gy).max(1));
     let walk = Walk {
         width: w,
         height: h,
         depth: d,
         tpr_log2: tpr.trailing_zeros(),
+        head: 0,
+        vec: 0,
     };
     (walk, gx as u32, gy as u32)
 }
 
-/// The shape of the element-wise kernels: four columns per thread, up to [`MAX_BLOCKS`].
+/// The shape of the fill kernels: four columns per thread, up to [`MAX_BLOCKS`].
 fn walk(shape: Shape) -> (Walk, u32, u32) {
-    walk_with(shape, 4, MAX_BLOCKS)
+    walk_with(shape, 4, MAX_BLOCKS, 1)
 }
 
-/// The shape of the reduction: up to [`SUM_BLOCKS`] blocks.
-fn walk_sum(shape: Shape) -> (Walk, u32, u32) {
-    walk_with(shape, 16, SUM_BLOCKS)
+/// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
+/// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
+const PASS_ROWS: u64 = 8;
+const PASS_ROWS_V: u64 = 4;
+
+/// Whether a side's box is one run of elements: its rows follow each other without padding, and
+/// so do its slices.
+fn packed(side: &Side, (w, h, d): Shape) -> bool {
+    h * d == 1 || (side.row == w && (d == 1 || side.slice == w * h))
 }
 
 /// Launches `f` with `params` on `stream` over the grid of `walk`.
@@ -133,6 +151,27 @@ unsafe fn launch_accumulate(
     if empty(shape) {
         return Ok(());
     }
+    if packed(&acc, shape) && packed(&src, shape) {
+        // One run of elements on each side: the whole-buffer kernels, which are level with
+        // PyTorch's, and above FUSED_SPLIT_BYTES the same split as the whole-buffer reverse.
+        let n = (shape.0 * shape.1 * shape.2) as usize;
+        let bytes = n * dtype.size();
+        // SAFETY: both runs hold `n` elements (the boxes, packed), valid on `stream` by the
+        // caller's contract; disjoint, or the same box without `zero_src` (the caller returns
+        // early for the same box with it).
+        return unsafe {
+            if zero_src && bytes >= FUSED_SPLIT_BYTES {
+                kernels::launch_accumulate(stream, dtype, acc.addr, src.addr, n, false)?;
+                if bytes >= STREAMING_ZERO_BYTES {
+                    kernels::zero_streaming(stream, src.addr, bytes)
+                } else {
+                    kernels::memset_zero(stream, src.addr, bytes)
+                }
+            } else {
+                kernels::launch_accumulate(stream, dtype, acc.addr, src.addr, n, zero_src)
+            }
+        };
+    }
     let loaded = pool::kernels(stream.context())?;
     let (index, reals) = real_kernel(dtype);
     let real = (dtype.size() as u64) / reals;
@@ -155,8 +194,8 @@ unsafe fn launch_accumulate(
     } else {
         (loaded.region[0][index], 1)
     };
-    let (walk, gx, gy) = walk((w / unit, h, d));
-    let mut walk = walk;
+    let batch = if vec { PASS_ROWS_V } else { PASS_ROWS };
+    let (mut walk, gx, gy) = walk_with((w / unit, h, d), 4, MAX_BLOCKS, batch);
     let (mut pa, mut ar, mut asl) = (a.addr, a.row / unit, a.slice / unit);
     let (mut ps, mut sr, mut ssl) = (s.addr, s.row / unit, s.slice / unit);
     let mut zero = u32::from(zero_src);
@@ -357,6 +396,9 @@ pub(crate) unsafe fn copy_box(
         .map_err(driver("cuMemcpy3DAsync (region staging)"))
 }
 
+/// Elements per thread of the `array_pass_*` kernels: `ARRAY_PASS_ELEMS` in `shadow.cu`.
+const PASS_ELEMS: u64 = 4;
+
 /// Where a box of a CUDA array is, for [`array_box`]: the array's surface object, the
 /// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
 /// first element.
@@ -403,9 +445,16 @@ unsafe fn array_box(
         SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
     };
     let (w, h, d) = shape;
-    // Rows of a 1D array take whole blocks; boxes of 2D and 3D arrays take 16 × 16 tiles (the
-    // faster shape for 16-byte elements, the same for 4-byte ones: docs/arrays.md).
-    let block = if h == 1 { (256, 1) } else { (16, 16) };
+    // Rows of a 1D array take whole blocks. Boxes of 2D and 3D arrays: the zeroing kernel takes
+    // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
+    // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
+    // tile's height apart: 256-byte runs of the linear box per row, where 16-wide tiles made
+    // 64-byte runs and were slower (docs/performance.md, issue 23).
+    let block = match op {
+        _ if h == 1 => (256, 1),
+        SurfaceOp::Zero => (16, 16),
+        SurfaceOp::Pass { .. } => (64, 4),
+    };
     // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
     let (mut surface, mut dims) = (b.surface, b.dims);
@@ -443,9 +492,16 @@ unsafe fn array_box(
             SurfaceOp::Zero => 7,
             SurfaceOp::Pass { .. } => 11,
         };
+        // A pass kernel takes PASS_ELEMS elements per thread, a block's height apart (a block's
+        // width for 1D arrays).
+        let (ex, ey) = match op {
+            SurfaceOp::Zero => (1, 1),
+            SurfaceOp::Pass { .. } if h == 1 => (PASS_ELEMS, 1),
+            SurfaceOp::Pass { .. } => (1, PASS_ELEMS),
+        };
         let grid = (
-            w.div_ceil(block.0) as u32,
-            h.div_ceil(block.1) as u32,
+            w.div_ceil(block.0 * ex) as u32,
+            h.div_ceil(block.1 * ey) as u32,
             slab as u32,
         );
         // SAFETY: `params` matches the kernel (`surface_zero_b*`: u64, u32, i32 × 5;

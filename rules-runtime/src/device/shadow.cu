@@ -161,30 +161,76 @@ extern "C" __global__ void empty_kernel() {}
 // A row is covered by 2^tpr_log2 consecutive threads (coalesced), and a block of blockDim.x
 // threads covers blockDim.x >> tpr_log2 rows at a time, so narrow rows (3 elements, say) do not
 // leave most of a block idle. grid.x strides over row groups, grid.y over column chunks (for a
-// few very wide rows). The launch shape depends on the box only, never on the device, which is
-// what makes the sum below deterministic.
+// few very wide rows). Where a thread has at most one column of each row (narrow rows:
+// tpr * grid.y >= width), it takes several rows at once instead of several columns, so that a
+// 3-wide box keeps as many loads in flight per thread as a wide one: a block takes R row groups
+// that follow each other in memory (`Walk::batches`), and the runtime sizes grid.x for R. The
+// launch shape depends on the box only (for the sum's vector path, also on where its rows start
+// modulo 16 bytes), never on the device, which is what makes the sum below deterministic.
+
+// Rows a thread loads before it stores any, for narrow rows (accumulate kernels, elements and
+// 16-byte vectors); the runtime's grid (region.rs) assumes these values.
+#ifndef PASS_ROWS
+#define PASS_ROWS 8
+#endif
+#ifndef PASS_ROWS_V
+#define PASS_ROWS_V 4
+#endif
 
 struct Walk {
     u64 width, height, depth;
     unsigned tpr_log2;
+    // The sum's 16-byte vector path (vec = 1): the first `head` reals of every row lie before a
+    // 16-byte boundary, the rest from it on.
+    unsigned head, vec;
+
+    __device__ __forceinline__ u64 tpr() const { return 1ull << tpr_log2; }
+    // This thread's first column and the step between its columns of a row.
+    __device__ __forceinline__ u64 first() const {
+        return (u64)blockIdx.y * tpr() + (threadIdx.x & (unsigned)(tpr() - 1));
+    }
+    __device__ __forceinline__ u64 step() const { return (u64)gridDim.y * tpr(); }
+    __device__ __forceinline__ u64 n_rows() const { return height * depth; }
+    // This thread's first row (y + z * height) and the step between its rows.
+    __device__ __forceinline__ u64 row0() const {
+        return (u64)blockIdx.x * (blockDim.x >> tpr_log2) + (threadIdx.x >> tpr_log2);
+    }
+    __device__ __forceinline__ u64 row_step() const { return (u64)gridDim.x * (blockDim.x >> tpr_log2); }
+    // Row r's (y, z).
+    __device__ __forceinline__ void yz(u64 r, u64& y, u64& z) const {
+        z = 0;
+        y = r;
+        if (depth > 1) {
+            z = r / height;
+            y = r - z * height;
+        }
+    }
+    __device__ __forceinline__ u64 at(u64 r, u64 pitch, u64 slice) const {
+        u64 y, z;
+        yz(r, y, z);
+        return z * slice + y * pitch;
+    }
+
+    // Narrow rows: calls f(first_row, row_step) for each batch of R rows this thread takes,
+    // rows first + k * row_step for k < R (those below n_rows()): the block's R row groups lie
+    // next to each other, and the grid strides over such runs.
+    template <int R, typename F>
+    __device__ __forceinline__ void batches(F f) const {
+        const u64 rpb = blockDim.x >> tpr_log2, n = n_rows();
+        const u64 local = threadIdx.x >> tpr_log2;
+        for (u64 base = (u64)blockIdx.x * R * rpb; base < n; base += (u64)gridDim.x * R * rpb)
+            f(base + local, rpb);
+    }
 
     // Calls f(row_in_box, slice, first_column, column_step) for each row this thread takes part
     // in, in a fixed order; the thread's columns of that row are first, first + step, ...
     template <typename F>
     __device__ __forceinline__ void rows(F f) const {
-        const unsigned lane = threadIdx.x & ((1u << tpr_log2) - 1);
-        const u64 rows_per_block = blockDim.x >> tpr_log2;
-        const u64 n_rows = height * depth;
-        const u64 tpr = 1ull << tpr_log2;
-        const u64 first = (u64)blockIdx.y * tpr + lane, step = (u64)gridDim.y * tpr;
-        for (u64 row = (u64)blockIdx.x * rows_per_block + (threadIdx.x >> tpr_log2); row < n_rows;
-             row += (u64)gridDim.x * rows_per_block) {
-            u64 y = row, z = 0;
-            if (depth > 1) {
-                z = row / height;
-                y = row - z * height;
-            }
-            f(y, z, first, step);
+        const u64 n = n_rows(), c0 = first(), cs = step(), rs = row_step();
+        for (u64 row = row0(); row < n; row += rs) {
+            u64 y, z;
+            yz(row, y, z);
+            f(y, z, c0, cs);
         }
     }
 
@@ -198,9 +244,6 @@ struct Walk {
     }
 };
 
-// acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element or per
-// 16-byte vector: VEC selects T::V, used when both sides' addresses and pitches are 16-byte
-// aligned and the row is a whole number of vectors.
 // Loads and stores for the region kernels: streaming (.cs) for 16-byte vectors, whose sectors
 // are used once; plain for elements, where neighbouring rows of a narrow box share sectors.
 template <typename P> __device__ __forceinline__ P ld(const P* p) { return *p; }
@@ -221,9 +264,9 @@ template <typename A, typename B> struct pick<false, A, B> { typedef B type; };
 
 // acc[box] += src[box] (and src[box] = 0 when zero_src), one launch type P per element (T::S) or
 // per 16-byte vector (T::V, used when both sides' addresses and pitches are 16-byte aligned and
-// the row is a whole number of vectors). Up to four columns are loaded before any is stored, so each
-// thread keeps four loads of each operand in flight. A thread reads each of its elements before
-// writing it, so the same box on both sides (a self-copy's reverse) is safe.
+// the row is a whole number of vectors). Wide rows: up to four columns are loaded before any is
+// stored; narrow rows: PASS_ROWS rows (PASS_ROWS_V for vectors). A thread reads each of its
+// elements before writing it, so the same box on both sides (a self-copy's reverse) is safe.
 template <typename T, bool VEC>
 __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, void* src, u64 spitch,
                                             u64 sslice, Walk w, unsigned zero_src) {
@@ -233,6 +276,33 @@ __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, v
     P* a = (P*)acc;
     P* s = (P*)src;
     const u64 width = w.width;
+    if (w.step() >= width) {
+        const int R = VEC ? PASS_ROWS_V : PASS_ROWS;
+        const u64 x = w.first(), n = w.n_rows();
+        if (x >= width) return;
+        w.batches<R>([&](u64 r, u64 rs) {
+            P va[R], vs[R];
+#pragma unroll
+            for (int k = 0; k < R; k++) {
+                if (r + k * rs < n) {
+                    u64 y, z;
+                    w.yz(r + k * rs, y, z);
+                    va[k] = ld(a + z * aslice + y * apitch + x);
+                    vs[k] = ld(s + z * sslice + y * spitch + x);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < R; k++) {
+                if (r + k * rs < n) {
+                    u64 y, z;
+                    w.yz(r + k * rs, y, z);
+                    st(a + z * aslice + y * apitch + x, addp<T>(va[k], vs[k]));
+                    if (zero_src) st(s + z * sslice + y * spitch + x, zerop<T>((P*)0));
+                }
+            }
+        });
+        return;
+    }
     w.rows([&](u64 y, u64 z, u64 x, u64 step) {
         P* ra = a + z * aslice + y * apitch;
         P* rs = s + z * sslice + y * spitch;
@@ -294,10 +364,30 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 
 // ---- The deterministic sum of a region (the reverse of `fill`): every element is converted to
 // f64 and added in a fixed order: each thread sums its share (fixed by the launch shape, which
-// depends on the box only), each block reduces its threads with a fixed tree and writes one
-// partial per component, and one block of the finishing kernel reduces the partials the same way.
-// No atomics: the same inputs give the same bits on every run. C = 2 for complex elements
-// (real and imaginary parts summed apart).
+// depends on the box and its alignment only), each block reduces its threads with a fixed tree
+// and writes one partial per component, and one block of the finishing kernel reduces the
+// partials the same way. No atomics: the same inputs give the same bits on every run. C = 2 for
+// complex elements (real and imaginary parts summed apart).
+//
+// Three ways through a box, chosen by the launch (uniform over the grid):
+// - vector (walk.vec): rows whose starts share their alignment modulo 16 bytes; each row is
+//   `head` reals, whole 16-byte vectors, then a tail. Each thread loads SUM_VECTORS vectors
+//   before adding any, and adds lane j of every vector into its accumulator j; the head and tail
+//   reals go into one accumulator per component.
+// - narrow rows (at most one column of each row per thread): SUM_NARROW_ROWS rows at a time
+//   (Walk::batches), row k of a batch into accumulator k mod 4.
+// - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
+
+#ifndef SUM_ROWS
+#define SUM_ROWS 8
+#endif
+// The runtime's grid (sum.rs) assumes this value.
+#ifndef SUM_NARROW_ROWS
+#define SUM_NARROW_ROWS 8
+#endif
+#ifndef SUM_VECTORS
+#define SUM_VECTORS 4
+#endif
 
 __device__ __forceinline__ double f16_to_f64(u16 h) {
     float f;
@@ -306,10 +396,49 @@ __device__ __forceinline__ double f16_to_f64(u16 h) {
 }
 __device__ __forceinline__ double bf16_to_f64(u16 h) { return (double)__uint_as_float((unsigned)h << 16); }
 
-struct SumF32 { typedef float S; __device__ static double get(S v) { return (double)v; } };
-struct SumF64 { typedef double S; __device__ static double get(S v) { return v; } };
-struct SumF16 { typedef u16 S; __device__ static double get(S v) { return f16_to_f64(v); } };
-struct SumBF16 { typedef u16 S; __device__ static double get(S v) { return bf16_to_f64(v); } };
+// S: the real type; V: its 16-byte vector of K reals; get: one real in f64; getv: a vector's.
+struct SumF32 {
+    typedef float S;
+    typedef float4 V;
+    enum { K = 4 };
+    __device__ static double get(S v) { return (double)v; }
+    __device__ static void getv(V v, double* d) { d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w; }
+};
+struct SumF64 {
+    typedef double S;
+    typedef double2 V;
+    enum { K = 2 };
+    __device__ static double get(S v) { return v; }
+    __device__ static void getv(V v, double* d) { d[0] = v.x; d[1] = v.y; }
+};
+struct SumF16 {
+    typedef u16 S;
+    typedef uint4 V;
+    enum { K = 8 };
+    __device__ static double get(S v) { return f16_to_f64(v); }
+    __device__ static void getv(V v, double* d) {
+        const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            d[2 * i] = f16_to_f64((u16)(u[i] & 0xffffu));
+            d[2 * i + 1] = f16_to_f64((u16)(u[i] >> 16));
+        }
+    }
+};
+struct SumBF16 {
+    typedef u16 S;
+    typedef uint4 V;
+    enum { K = 8 };
+    __device__ static double get(S v) { return bf16_to_f64(v); }
+    __device__ static void getv(V v, double* d) {
+        const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            d[2 * i] = (double)__uint_as_float(u[i] << 16);
+            d[2 * i + 1] = (double)__uint_as_float(u[i] & 0xffff0000u);
+        }
+    }
+};
 
 #define SUM_THREADS 256
 
@@ -327,35 +456,119 @@ __device__ __forceinline__ double block_sum(double v, double* sh) {
     return v;
 }
 
-// Each thread adds its elements into four f64 accumulators (element k of its column sequence
-// into accumulator k mod 4, four loads in flight), which it then combines in a fixed order.
+// This thread's share of the box, per component, in the order the comment above describes.
+template <typename T, int C>
+__device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, u64 slice, const Walk& w,
+                                           double* total) {
+    typedef typename T::S S;
+    typedef typename T::V V;
+    const u64 width = w.width, n = w.n_rows(), first = w.first(), step = w.step();
+    const u64 r0 = w.row0(), rs = w.row_step();
+    if (w.vec) {
+        const int K = T::K;
+        // In reals: a row is `head` reals, nv vectors, then `wr - head - nv * K` reals.
+        const u64 wr = width * C, head = w.head, nv = (wr - head) / K, left = wr - nv * K;
+        double lane[K], lo[C];
+#pragma unroll
+        for (int j = 0; j < K; j++) lane[j] = 0.0;
+#pragma unroll
+        for (int c = 0; c < C; c++) lo[c] = 0.0;
+        for (u64 r = r0; r < n; r += rs) {
+            const S* row = src + w.at(r, pitch, slice) * C;
+            const V* vrow = reinterpret_cast<const V*>(row + head);
+            for (u64 v = first; v < nv; v += SUM_VECTORS * step) {
+                V b[SUM_VECTORS];
+#pragma unroll
+                for (int k = 0; k < SUM_VECTORS; k++)
+                    if (v + k * step < nv) b[k] = __ldcs(vrow + v + k * step);
+#pragma unroll
+                for (int k = 0; k < SUM_VECTORS; k++) {
+                    if (v + k * step < nv) {
+                        double d[K];
+                        T::getv(b[k], d);
+#pragma unroll
+                        for (int j = 0; j < K; j++) lane[j] += d[j];
+                    }
+                }
+            }
+            // The head's and tail's reals: j < head is real j, the others follow the vectors.
+            for (u64 j = first; j < left; j += step) {
+                const u64 i = j < head ? j : nv * K + j;
+                const double g = T::get(__ldcs(row + i));
+                // Component i % C, without indexing `lo` at run time (which would put it in
+                // local memory).
+                if (C == 1 || i % C == 0) lo[0] += g;
+                else lo[C - 1] += g;
+            }
+        }
+        // Lane j of every vector is real head + j (mod K) of its row: component (head + j) % C.
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            double t = 0.0;
+#pragma unroll
+            for (int j = 0; j < K; j++)
+                if ((head + j) % C == (u64)c) t += lane[j];
+            total[c] = t + lo[c];
+        }
+        return;
+    }
+    double acc[C][4];
+#pragma unroll
+    for (int c = 0; c < C; c++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
+    if (step >= width) {
+        // Narrow rows: this thread's one column of SUM_NARROW_ROWS rows at a time.
+        if (first < width) {
+            w.batches<SUM_NARROW_ROWS>([&](u64 r, u64 rs) {
+                S v[SUM_NARROW_ROWS][C];
+#pragma unroll
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                    if (r + k * rs < n) {
+                        const S* p = src + (w.at(r + k * rs, pitch, slice) + first) * C;
+#pragma unroll
+                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+                    }
+#pragma unroll
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                    if (r + k * rs < n)
+#pragma unroll
+                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+            });
+        }
+    } else {
+        // Pitches are in elements; component c of element x is at x * C + c.
+        for (u64 r = r0; r < n; r += rs) {
+            const S* row = src + w.at(r, pitch, slice) * C;
+            for (u64 x = first; x < width; x += SUM_ROWS * step) {
+                S v[SUM_ROWS][C];
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width)
+#pragma unroll
+                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width)
+#pragma unroll
+                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < C; c++) total[c] = (acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]);
+}
+
 template <typename T, int C>
 __device__ __forceinline__ void region_sum(const typename T::S* src, u64 pitch, u64 slice, Walk w,
                                            double* partials) {
     __shared__ double sh[SUM_THREADS / 32];
-    double acc[C][4];
-    for (int c = 0; c < C; c++)
-        for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
-    const u64 width = w.width;
-    // Pitches are in elements; component c of element x is at x * C + c.
-    w.rows([&](u64 y, u64 z, u64 x, u64 step) {
-        const typename T::S* row = src + (z * slice + y * pitch) * C;
-        for (; x < width; x += 4 * step) {
-            typename T::S v[4][C];
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                if (x + k * step < width)
-                    for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                if (x + k * step < width)
-                    for (int c = 0; c < C; c++) acc[c][k] += T::get(v[k][c]);
-        }
-    });
+    double total[C];
+    thread_sum<T, C>(src, pitch, slice, w, total);
     const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
     for (int c = 0; c < C; c++) {
-        double total = block_sum((acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]), sh);
-        if (threadIdx.x == 0) partials[block * C + c] = total;
+        double t = block_sum(total[c], sh);
+        if (threadIdx.x == 0) partials[block * C + c] = t;
     }
 }
 
@@ -371,14 +584,30 @@ SUM_KERNEL(bf16, SumBF16, 1)
 SUM_KERNEL(c32, SumF32, 2)
 SUM_KERNEL(c64, SumF64, 2)
 
+// This thread's share of `blocks` partials of `comps` components, component c: partials
+// threadIdx.x, + SUM_THREADS, ... added in that order; eight loads in flight.
+__device__ __forceinline__ double partials_sum(const double* partials, u64 blocks, unsigned comps, unsigned c) {
+    double v = 0.0;
+    for (u64 i0 = threadIdx.x; i0 < blocks; i0 += 8 * SUM_THREADS) {
+        double p[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const u64 i = i0 + (u64)k * SUM_THREADS;
+            p[k] = i < blocks ? partials[i * comps + c] : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (i0 + (u64)k * SUM_THREADS < blocks) v += p[k];
+    }
+    return v;
+}
+
 // One block: sums `blocks` partials of `comps` components each, in a fixed order, into
 // out[0..comps] (f64).
 extern "C" __global__ void region_sum_finish(const double* partials, u64 blocks, unsigned comps, double* out) {
     __shared__ double sh[SUM_THREADS / 32];
     for (unsigned c = 0; c < comps; c++) {
-        double v = 0.0;
-        for (u64 i = threadIdx.x; i < blocks; i += SUM_THREADS) v += partials[i * comps + c];
-        double total = block_sum(v, sh);
+        double total = block_sum(partials_sum(partials, blocks, comps, c), sh);
         if (threadIdx.x == 0) out[c] = total;
     }
 }
@@ -409,9 +638,7 @@ template <typename C, int COMPS>
 __device__ __forceinline__ void sum_finish_add(const double* partials, u64 blocks, typename C::T::S* acc) {
     __shared__ double sh[SUM_THREADS / 32];
     for (int c = 0; c < COMPS; c++) {
-        double v = 0.0;
-        for (u64 i = threadIdx.x; i < blocks; i += SUM_THREADS) v += partials[i * COMPS + c];
-        double total = block_sum(v, sh);
+        double total = block_sum(partials_sum(partials, blocks, COMPS, c), sh);
         if (threadIdx.x == 0) acc[c] = C::T::add(acc[c], C::from(total));
     }
 }
@@ -473,29 +700,61 @@ template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, uns
     else surf3Dwrite(v, s, bx, y, z);
 }
 
+// Each thread takes ARRAY_PASS_ELEMS elements, a block's height apart (a block's width apart
+// for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array and
+// from the linear box, before it stores any: with one element per thread too few loads were in
+// flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to match.
+#ifndef ARRAY_PASS_ELEMS
+#define ARRAY_PASS_ELEMS 4
+#endif
+
 template <typename T, int C, typename P>
 __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
                                            typename T::S* lin, u64 row, u64 slice, unsigned mode) {
     typedef typename T::S S;
     union Word { P p; S s[C]; };
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    int bx = (x0 + x) * (int)sizeof(P), ay = y0 + y, az = z0 + (int)blockIdx.z;
-    S* l = lin + ((u64)blockIdx.z * slice + (u64)y * row + (u64)x) * C;
-    Word a;
-    a.p = surf_load<P>(surf, dims, bx, ay, az);
-    if (mode < 2) {
-        for (int c = 0; c < C; c++) l[c] = T::add(l[c], a.s[c]);
-        if (mode == 1) {
-            Word z;
-            for (int c = 0; c < C; c++) z.s[c] = T::zero();
-            surf_store<P>(z.p, surf, dims, bx, ay, az);
+    const int E = ARRAY_PASS_ELEMS;
+    const bool along_x = blockDim.y == 1;
+    const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
+    const int dx = along_x ? blockDim.x : 0, dy = along_x ? 0 : blockDim.y;
+    const int az = z0 + (int)blockIdx.z;
+    Word a[E];
+    S l[E][C];
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, az);
+            const S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+#pragma unroll
+            for (int c = 0; c < C; c++) l[k][c] = lk[c];
         }
-    } else {
-        for (int c = 0; c < C; c++) a.s[c] = T::add(a.s[c], l[c]);
-        surf_store<P>(a.p, surf, dims, bx, ay, az);
-        if (mode == 3)
-            for (int c = 0; c < C; c++) l[c] = T::zero();
+    }
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk;
+            S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+            if (mode < 2) {
+#pragma unroll
+                for (int c = 0; c < C; c++) lk[c] = T::add(l[k][c], a[k].s[c]);
+                if (mode == 1) {
+                    Word z;
+#pragma unroll
+                    for (int c = 0; c < C; c++) z.s[c] = T::zero();
+                    surf_store<P>(z.p, surf, dims, bx, ay, az);
+                }
+            } else {
+#pragma unroll
+                for (int c = 0; c < C; c++) a[k].s[c] = T::add(a[k].s[c], l[k][c]);
+                surf_store<P>(a[k].p, surf, dims, bx, ay, az);
+                if (mode == 3)
+#pragma unroll
+                    for (int c = 0; c < C; c++) lk[c] = T::zero();
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
 pub mod array;
+pub(crate) mod autodiff;
 pub mod device;
 pub mod host;
 pub mod linear;

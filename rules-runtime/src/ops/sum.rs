@@ -20,10 +20,11 @@ use crate::region::Pitched;
 /// (real and imaginary parts apart). Device memory is summed on the stream, which is then waited
 /// for; host memory by the host in pairs of partial sums.
 ///
-/// Error bound: with `n` elements, `|sum - exact| ≤ (n/t + log2(t) + 1) · 2^-53 · Σ|x|` before the
-/// final rounding to the element type, where `t` is the number of partial sums (at least 1);
-/// for f32, f16 and bf16 that is far below half a unit in the last place of the result for any
-/// `n < 2^40`.
+/// Error bound: with `n` elements, `|sum - exact| ≤ (⌈n/t⌉ + 33) · 2^-53 · Σ|x|` before the
+/// final rounding to the element type, where `t` is the number of threads of the first pass (at
+/// least 1) and 33 bounds the additions after a thread's own chain (its vector lanes, the head
+/// and tail of a row, the block's tree, the second pass); for f32, f16 and bf16 that is far
+/// below half a unit in the last place of the result for any `n < 2^40`.
 pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Result<A::Elem> {
     r.check::<A::Elem>("the summed buffer", buf.len())?;
     if r.elements() == 0 {

@@ -196,7 +196,7 @@ pub(crate) fn sum_to_host<T: Differentiable>(
     (src, r): (&DevRef<'_, T>, &Pitched),
 ) -> Result<[f64; 2]> {
     let s = r.check::<T>("the summed buffer", src.len())?;
-    let parts = sum_partials(T::DTYPE, shape(r)).max(1);
+    let parts = sum_partials(T::DTYPE, side::<T>(src.addr(), s), shape(r)).max(1);
     let partials = Lease::new(Memory::Device, parts * 8, stream, stream)?;
     let out = Lease::new(Memory::PinnedHost, 16, stream, stream)?;
     // SAFETY: the box lies in the view (checked); the leases hold the partials and two doubles,
@@ -242,7 +242,7 @@ pub(crate) fn sum_into<T: Differentiable>(
             });
         }
     }
-    let parts = sum_partials(T::DTYPE, shape(r)).max(1);
+    let parts = sum_partials(T::DTYPE, side::<T>(src.addr(), s), shape(r)).max(1);
     let partials = Lease::new(Memory::Device, parts * 8, stream, stream)?;
     // SAFETY: the box lies in the view (checked); `acc` holds one element outside it (checked);
     // the lease holds the partials.

@@ -1,9 +1,10 @@
 //! The deterministic sum of a box of device-reachable memory: one reduction kernel writes a
 //! partial sum per block in `f64` (one per component); a second, of one block, folds the partials
-//! into `f64` results or adds them into an element. The blocks follow from the box only
-//! (`walk_sum`), never from the device, so the order of additions does too.
+//! into `f64` results or adds them into an element. The blocks follow from the box and the
+//! alignment of its rows only ([`plan`]), never from the device, so the order of additions does
+//! too.
 
-use super::{Shape, Side, empty, launch, walk_sum};
+use super::{SUM_BLOCKS, Shape, Side, Walk, empty, launch, packed, walk_with};
 use crate::device::pool;
 use crate::element::Dtype;
 use crate::error::Result;
@@ -25,9 +26,71 @@ pub(crate) fn dtype_index(dtype: Dtype) -> usize {
 }
 
 /// How many partial sums (`f64`, one per component) the reduction of a box writes.
-pub(crate) fn sum_partials(dtype: Dtype, shape: Shape) -> usize {
-    let (_, gx, gy) = walk_sum(shape);
-    (gx as usize) * (gy as usize) * components(dtype)
+pub(crate) fn sum_partials(dtype: Dtype, src: Side, shape: Shape) -> usize {
+    let p = plan(dtype, src, shape);
+    (p.gx as usize) * (p.gy as usize) * components(dtype)
+}
+
+/// Rows of fewer bytes than this (128 vectors) take the scalar paths even where their starts
+/// allow vectors: the vector path takes one row at a time, the scalar one batches narrow rows.
+const VEC_MIN_ROW_BYTES: u64 = 2048;
+/// Columns (of 16-byte vectors, on the vector path; of elements otherwise) each thread should
+/// take before a box needs more than one block per row group, up to [`SUM_BLOCKS`] blocks.
+const VEC_PASSES: u64 = 4;
+const SCALAR_PASSES: u64 = 16;
+/// Narrow rows each thread takes at a time: `SUM_NARROW_ROWS` in `shadow.cu`.
+const NARROW_ROWS: u64 = 8;
+
+/// The launch of a reduction: the kernel's walk, its grid, and the strides (in elements) it
+/// walks the box with.
+pub(crate) struct Plan {
+    walk: Walk,
+    gx: u32,
+    gy: u32,
+    row: u64,
+    slice: u64,
+}
+
+/// How the reduction walks `src[shape]`: a packed box as one row; rows whose starts share their
+/// alignment modulo 16 bytes, and that hold a few 16-byte vectors, as head, vectors, tail (the
+/// vector path of `region_sum_*`); other boxes element by element. It depends on the box and the
+/// address of its first element modulo 16 only, so the order of additions does too.
+pub(crate) fn plan(dtype: Dtype, src: Side, shape: Shape) -> Plan {
+    let (mut w, mut h, mut d) = shape;
+    let (mut row, mut slice) = (src.row, src.slice);
+    if packed(&src, shape) {
+        (w, h, d) = (w * h * d, 1, 1);
+        (row, slice) = (w, w);
+    }
+    let size = dtype.size() as u64;
+    let comps = components(dtype) as u64;
+    let real = size / comps;
+    let per_vector = 16 / real;
+    let head = ((16 - src.addr % 16) % 16) / real;
+    let reals = w * comps;
+    let aligned = |x: u64| (x * size).is_multiple_of(16);
+    let vec = src.addr.is_multiple_of(real)
+        && (h * d == 1 || aligned(row))
+        && (d == 1 || aligned(slice))
+        && reals * real >= VEC_MIN_ROW_BYTES
+        && reals >= head + per_vector;
+    let (walk, gx, gy) = if vec {
+        let vectors = (reals - head) / per_vector;
+        let (mut walk, gx, gy) = walk_with((vectors, h, d), VEC_PASSES, SUM_BLOCKS, 1);
+        walk.width = w;
+        walk.head = head as u32;
+        walk.vec = 1;
+        (walk, gx, gy)
+    } else {
+        walk_with((w, h, d), SCALAR_PASSES, SUM_BLOCKS, NARROW_ROWS)
+    };
+    Plan {
+        walk,
+        gx,
+        gy,
+        row,
+        slice,
+    }
 }
 
 /// Real components of one element: 2 for complex.
@@ -48,7 +111,7 @@ pub(crate) enum SumTo {
 }
 
 /// The deterministic sum of `src[box]`, in `f64` per component, through `partials` (device
-/// memory of [`sum_partials`] doubles), written or added where `to` says.
+/// memory of [`sum_partials`] doubles for the same box), written or added where `to` says.
 ///
 /// # Safety
 /// The box, `partials` and the target must be valid device-reachable memory ordered on `stream`.
@@ -62,9 +125,15 @@ pub(crate) unsafe fn sum(
 ) -> Result<()> {
     let loaded = pool::kernels(stream.context())?;
     let index = dtype_index(dtype);
-    let (mut walk_, gx, gy) = walk_sum(shape);
+    let Plan {
+        walk: mut walk_,
+        gx,
+        gy,
+        row,
+        slice,
+    } = plan(dtype, src, shape);
     let mut blocks = u64::from(gx) * u64::from(gy);
-    let (mut p, mut r, mut sl, mut part) = (src.addr, src.row, src.slice, partials);
+    let (mut p, mut r, mut sl, mut part) = (src.addr, row, slice, partials);
     if !empty(shape) {
         let mut params: [*mut core::ffi::c_void; 5] = [
             (&raw mut p).cast(),

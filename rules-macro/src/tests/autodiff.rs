@@ -1,0 +1,76 @@
+//! The `autodiff` option: the bridges for `std::autodiff`, inside the runtime's `if_autodiff!`.
+
+use super::{errors, expand};
+
+const UPLOAD: &str = "unsafe fn up(stream: &CudaStream, #[dst] d: *mut f32, #[src] s: *const f32, #[len] n: usize) {}";
+
+#[test]
+fn a_pointer_copy_gets_its_bridges_inside_if_autodiff() {
+    let out = expand("copy, dst = device, src = host, autodiff", UPLOAD);
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        ":: rules_runtime :: __private :: if_autodiff ! {",
+        "unsafe extern \"C\" fn rules_ad_up_f32 (",
+        "fn rules_ad_up_f32_aug (",
+        "fn rules_ad_up_f32_rev (",
+        "fn rules_ad_up_f32_fwd (",
+        "static __enzyme_register_gradient_rules_ad_up_f32 :",
+        "static __enzyme_register_derivative_rules_ad_up_f32 :",
+        "fn up_ad (d : & :: rules_runtime :: autodiff :: AdBuf < f32 > , s : & [f32] , n : usize)",
+        // The stream comes from the handles, not from an argument.
+        "up_rule (& * * __s . get () ? , __a_n)",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+    assert!(!out.contains("__a_stream"), "{out}");
+}
+
+#[test]
+fn without_the_option_there_is_no_bridge() {
+    let out = expand("copy, dst = device, src = host", UPLOAD);
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        !out.contains("if_autodiff") && !out.contains("rules_ad_"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_generic_rule_gets_one_set_per_listed_element() {
+    let out = expand(
+        "copy, dst = host, src = host, autodiff(f32, half::f16)",
+        "unsafe fn cp<T: Differentiable>(#[dst] d: *mut T, #[src] s: *const T, #[len] n: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn rules_ad_cp_f32 (",
+        "fn rules_ad_cp_f16 (",
+        "fn cp_ad_f32 (d : & mut [f32] , s : & [f32] , n : usize)",
+        "fn cp_ad_f16 (d : & mut [half :: f16] , s : & [half :: f16] , n : usize)",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+}
+
+#[test]
+fn misuse_is_one_error_at_the_option() {
+    for (args, item) in [
+        (
+            "copy, dst = host, src = host, autodiff",
+            "unsafe fn cp<T: Differentiable>(#[dst] d: *mut T, #[src] s: *const T, #[len] n: usize) {}",
+        ),
+        (
+            "copy, dst = host, src = host, autodiff(f32)",
+            "unsafe fn cp(#[dst] d: *mut f32, #[src] s: *const f32, #[len] n: usize) {}",
+        ),
+        (
+            "copy, autodiff",
+            "fn cp(#[dst] d: &mut [f32], #[src] s: &[f32]) {}",
+        ),
+        ("memset, autodiff", "fn z(#[dst] d: &mut [f32]) {}"),
+    ] {
+        let out = expand(args, item);
+        assert_eq!(errors(&out), 1, "{args}: {out}");
+        assert!(out.contains("autodiff"), "{out}");
+    }
+}

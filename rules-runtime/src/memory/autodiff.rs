@@ -1,0 +1,199 @@
+//! The raw side of the `std::autodiff` bridges ([`crate::autodiff`]): the `#[repr(C)]` buffer
+//! handles users pass into a differentiated function, and the functions the generated
+//! `extern "C"` primal, augmented primal and reverse call. Enzyme hands those functions raw
+//! pointers (each argument followed by its shadow slot); here they become checked activities
+//! for the rule object's own methods, so the shadow work stays the rule's, on its stream.
+//!
+//! Each argument that is a buffer reaches the bridge ([`bridge`]) as a [`Side`]: a handle (device, pinned or
+//! unified memory, or pageable memory given as a handle), or a host slice's pointer and length.
+//! A shadow slot equal to its primal means Enzyme treated the argument as inactive: for a source
+//! that is `Const` (no derivative flows into it), for a destination it is refused (its
+//! derivative would be lost: a wrong gradient).
+
+use super::{DeviceAddr, MemoryKind, ShadowMemory};
+use crate::element::Differentiable;
+use crate::error::Error;
+use cudarc::driver::CudaStream;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Which of a pair a handle is.
+const PRIMAL: u32 = 0;
+const SHADOW: u32 = 1;
+
+/// One buffer of a differentiated function, as Enzyme sees it: a pointer to the elements, their
+/// number, the memory kind, and the pointer of its partner (the primal's shadow, or the shadow's
+/// primal). Made only by [`AdPair::new`], which borrows both buffers for as long as the pair
+/// lives; reached only through the pair ([`AdPair::split`]), so a handle never outlives them.
+///
+/// Pass the primal as a `Duplicated` argument of the `#[autodiff_reverse]` function and the
+/// shadow as its shadow; inside, hand `&AdBuf` to the rule's `*_ad` function.
+///
+/// A handle also carries the stream its pair was made for: the bridges give it to the rule (a
+/// rule's stream is not an argument of the bridge, see `Streams`).
+#[repr(C)]
+pub struct AdBuf<T> {
+    ptr: *mut T,
+    len: usize,
+    partner: *mut T,
+    stream: *const Arc<CudaStream>,
+    kind: u32,
+    role: u32,
+}
+
+impl<T> AdBuf<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory kind of the elements.
+    pub fn kind(&self) -> MemoryKind {
+        kind_of(self.kind)
+    }
+}
+
+fn kind_code(kind: MemoryKind) -> u32 {
+    match kind {
+        MemoryKind::Host => 0,
+        MemoryKind::Pinned => 1,
+        MemoryKind::Device => 2,
+        MemoryKind::Unified => 3,
+        MemoryKind::Array => 4,
+    }
+}
+
+fn kind_of(code: u32) -> MemoryKind {
+    match code {
+        0 => MemoryKind::Host,
+        1 => MemoryKind::Pinned,
+        2 => MemoryKind::Device,
+        3 => MemoryKind::Unified,
+        _ => MemoryKind::Array,
+    }
+}
+
+/// A buffer and its shadow, borrowed for `'a`, as two handles for a differentiated function.
+/// cudarc's guards are held until the pair is dropped: the work the rules enqueue on `stream`
+/// is then recorded on both buffers (their other streams wait for it).
+pub struct AdPair<'a, T> {
+    primal: AdBuf<T>,
+    shadow: AdBuf<T>,
+    _guards: [Option<DeviceAddr<'a>>; 2],
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: Differentiable> AdPair<'a, T> {
+    /// Handles for `primal` and its `shadow`, of the same memory kind and length (device, pinned,
+    /// unified or pageable host memory: any [`ShadowMemory`]), for rules whose work is ordered
+    /// on `stream`: the bridges hand it to the rule whose argument the handle is.
+    ///
+    /// Returns [`Error::UnsupportedKinds`] for two kinds or a CUDA array, and
+    /// [`Error::LengthMismatch`] for two lengths.
+    pub fn new<B: ShadowMemory<Elem = T> + ?Sized>(
+        primal: &'a mut B,
+        shadow: &'a mut B,
+        stream: &'a Arc<CudaStream>,
+    ) -> crate::Result<Self> {
+        Self::make(primal, shadow, Some(stream))
+    }
+
+    /// Handles for pageable host memory (`[T]`, `Vec<T>`), which needs no stream. Other
+    /// memory: [`Error::UnsupportedKinds`] (use [`AdPair::new`]).
+    pub fn new_host<B: ShadowMemory<Elem = T> + ?Sized>(
+        primal: &'a mut B,
+        shadow: &'a mut B,
+    ) -> crate::Result<Self> {
+        Self::make(primal, shadow, None)
+    }
+
+    fn make<B: ShadowMemory<Elem = T> + ?Sized>(
+        primal: &'a mut B,
+        shadow: &'a mut B,
+        stream: Option<&'a Arc<CudaStream>>,
+    ) -> crate::Result<Self> {
+        let (kind, len) = (primal.kind(), primal.len());
+        if shadow.kind() != kind || kind == MemoryKind::Array {
+            return Err(Error::UnsupportedKinds {
+                op: "AdPair::new",
+                dst: kind,
+                src: shadow.kind(),
+                why: "a buffer and its shadow must be linear memory of one kind",
+            });
+        }
+        if shadow.len() != len {
+            return Err(Error::LengthMismatch {
+                what: "the shadow of the AdPair's buffer".into(),
+                expected: len,
+                found: shadow.len(),
+            });
+        }
+        let on = stream.map(|s| &**s);
+        let (p, gp) = address(primal, on)?;
+        let (s, gs) = address(shadow, on)?;
+        let stream = stream.map_or(core::ptr::null(), core::ptr::from_ref);
+        let handle = |ptr, partner, role| AdBuf {
+            ptr,
+            len,
+            partner,
+            stream,
+            kind: kind_code(kind),
+            role,
+        };
+        Ok(AdPair {
+            primal: handle(p, s, PRIMAL),
+            shadow: handle(s, p, SHADOW),
+            _guards: [gp, gs],
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The primal's handle and the shadow's, as an `#[autodiff_reverse]` function's
+    /// `Duplicated` argument takes them (`df(.., primal, shadow, ..)`).
+    pub fn split(&mut self) -> (&AdBuf<T>, &mut AdBuf<T>) {
+        (&self.primal, &mut self.shadow)
+    }
+}
+
+/// The address of a buffer's elements, and the guard to hold for device-reachable memory.
+fn address<'a, B: ShadowMemory + ?Sized>(
+    buf: &'a mut B,
+    stream: Option<&'a CudaStream>,
+) -> crate::Result<(*mut B::Elem, Option<DeviceAddr<'a>>)> {
+    if buf.kind() == MemoryKind::Host {
+        let ptr = buf
+            .host_mut()?
+            .map_or(core::ptr::null_mut(), |s| s.as_mut_ptr());
+        return Ok((ptr, None));
+    }
+    let kind = buf.kind();
+    match stream.and_then(|s| buf.device_mut(s)) {
+        Some(addr) => Ok((addr.addr() as *mut B::Elem, Some(addr))),
+        None => Err(Error::UnsupportedKinds {
+            op: "AdPair::new",
+            dst: kind,
+            src: kind,
+            why: "the buffer gives no address on this stream (or none was given: AdPair::new_host is for pageable memory)",
+        }),
+    }
+}
+
+mod bridge;
+pub use bridge::{Side, Streams, copy_aug, copy_fwd, copy_primal, copy_rev};
+
+/// What Enzyme's `preserve-nvvm` pass reads from a registration static:
+/// `__enzyme_register_gradient_<primal>` holds `[primal, augmented primal, reverse]`,
+/// `__enzyme_register_derivative_<primal>` holds `[primal, forward]`.
+#[repr(C)]
+pub struct Registration<const N: usize>(pub [*const (); N]);
+
+// SAFETY: function addresses, never written or dereferenced by Rust code.
+unsafe impl<const N: usize> Sync for Registration<N> {}
+
+#[cfg(test)]
+mod tests;

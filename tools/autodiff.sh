@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The std::autodiff example (examples/autodiff, docs/autodiff.md) on host memory: builds it with
+# the nightly toolchain its rust-toolchain.toml names and that toolchain's `enzyme` component
+# (Enzyme inside rustc), failing on any Enzyme error or unexpected warning (build.sh), then runs
+# its GPU-free cases: the seed f(x) = sum(abs2, to_host(to_device(x))) through host copies in
+# reverse and forward mode, dx = 2x exactly, with the rules' call counts, and two misuses that
+# must be refused. The GPU cases run on a GPU machine (`autodiff-seed` without arguments).
+#
+# Exit status: 0 when it ran and passed; 1 when it failed; 3 when the toolchain or its `enzyme`
+# component cannot be had here (the caller says so and goes on).
+# Environment: CARGO_TARGET_DIR (as build.sh: default examples/autodiff/target).
+set -uo pipefail
+cd "$(dirname "$0")/../examples/autodiff"
+tc=$(sed -n 's/^channel = "\(.*\)"$/\1/p' rust-toolchain.toml)
+have_enzyme() {
+    local sysroot host
+    sysroot=$(rustc "+$tc" --print sysroot 2>/dev/null) || return 1
+    host=$(rustc "+$tc" -vV | sed -n 's/^host: //p')
+    [ -f "$sysroot/lib/rustlib/$host/lib/libEnzyme-23.so" ]
+}
+if ! have_enzyme; then
+    echo "autodiff.sh: installing $tc with its enzyme component" >&2
+    timeout 900 rustup toolchain install "$tc" --profile minimal --component enzyme >&2 || true
+fi
+have_enzyme || exit 3
+exec ./build.sh
