@@ -10,6 +10,11 @@
 //! `N` tangents); in reverse mode [`Const`] or [`Active`] (the value whose derivative the reverse
 //! rule returns, one per lane of the destination: a `[T; N]`).
 //!
+//! A source's primal is only read, so it may be read-only memory: `Duplicated::new(&x_view,
+//! &mut dx_view)` with `x_view: CudaView` (what cudarc's copies take for a source) and `dx_view:
+//! CudaViewMut` or `dx: CudaSlice`, since a shadow is written. [`SrcArg::Shadow`] names the
+//! shadows' type.
+//!
 //! ```
 //! use rules_runtime::{Const, Duplicated};
 //! let x = [1.0f32, 2.0];
@@ -18,6 +23,9 @@
 //! let mut y = [0.0f32; 2];
 //! let _dst = Const(&mut y[..]); // no derivative wanted for y
 //! ```
+
+use crate::memory::ShadowRead;
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 
 /// An argument with no derivative: its shadow is neither read nor written.
 #[derive(Debug)]
@@ -166,6 +174,7 @@ mod sealed {
     impl<X: ?Sized, const N: usize> OfRefs<X> for Duplicated<&X, &mut X, N> {}
     impl<X: ?Sized, const N: usize> OfRefs<X> for DuplicatedOnly<&mut X, &mut X, N> {}
     impl<X: ?Sized, const N: usize> OfRefs<X> for DuplicatedOnly<&X, &mut X, N> {}
+    // And the sources whose shadows are another cudarc type: `other_shadow!`, below.
     /// Sealing of [`super::DstPtr`] and [`super::SrcPtr`] at `T`.
     pub trait OfPtrs<T> {}
     impl<T> OfPtrs<T> for Const<*mut T> {}
@@ -232,18 +241,34 @@ pub trait DstArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
 }
 
 /// An activity-annotated source buffer `&X` of a slice-shaped copy rule.
+///
+/// The primal of a source is only read, so it may be read-only memory: a `&CudaView<'_, T>` (what
+/// cudarc's own copies take). Its shadows are written (the reverse accumulates into them), so they
+/// are writable buffers of type [`SrcArg::Shadow`]: `&mut X` itself, or, for cudarc device memory,
+/// another writable cudarc buffer of the same element (`Duplicated::new(&x_view, &mut dx_view)`
+/// with `dx_view: CudaViewMut`, or `&mut dx` with `dx: CudaSlice`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an activity for a source of type `&{X}`",
     label = "expected `Const(&x)`, `Duplicated::new(&x, &mut dx)` or `DuplicatedOnly::new(&x, &mut dx)`",
-    note = "a source's primal is `&{X}`; its shadows are `&mut {X}`, since the reverse pass accumulates into them"
+    note = "a source's primal is `&{X}`, its shadows `&mut` (the reverse pass accumulates into them): write `Duplicated::new(&x, &mut dx)`, not `&dx`",
+    note = "a shadow has its primal's type, or, in cudarc device memory, another writable cudarc type: a `&CudaView<T>` or `&CudaSlice<T>` source takes `&mut CudaViewMut<T>` shadows, a `&CudaView<T>` or `&CudaViewMut<T>` source `&mut CudaSlice<T>` shadows"
 )]
 pub trait SrcArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
+    /// The buffer type of the shadows: `X`, or, for a source in cudarc device memory, the
+    /// writable cudarc buffer the caller gave for its shadows. For `Const`, which has none, a
+    /// stand-in that is never handed out.
+    type Shadow: ?Sized;
     /// The primal buffer.
     fn primal(&self) -> &X;
     /// Shadow `k`, if `k < WIDTH`.
-    fn lane(&self, k: usize) -> Option<&X>;
+    fn lane(&self, k: usize) -> Option<&Self::Shadow>;
     /// Shadow `k`, for writing, if `k < WIDTH`.
-    fn lane_mut(&mut self, k: usize) -> Option<&mut X>;
+    fn lane_mut(&mut self, k: usize) -> Option<&mut Self::Shadow>;
+    /// Shadow `k` as the primal's own type, so that a forward rule can copy the tangent with the
+    /// primitive itself (same direction, same stream); `None` when the shadow is of another type
+    /// (the runtime copies that tangent) or `k >= WIDTH`.
+    #[doc(hidden)]
+    fn lane_as_primal(&self, k: usize) -> Option<&X>;
 }
 
 impl<X: ?Sized> DstArg<X> for Const<&mut X> {
@@ -261,14 +286,20 @@ impl<X: ?Sized> DstArg<X> for Const<&mut X> {
     }
 }
 
-impl<X: ?Sized> SrcArg<X> for Const<&X> {
+/// A `Const` source has no shadow: its `Shadow` is a stand-in that every rule body accepts
+/// (writable device memory of the element) and that is never handed out.
+impl<X: ShadowRead + ?Sized> SrcArg<X> for Const<&X> {
+    type Shadow = CudaSlice<X::Elem>;
     fn primal(&self) -> &X {
         self.0
     }
-    fn lane(&self, _: usize) -> Option<&X> {
+    fn lane(&self, _: usize) -> Option<&Self::Shadow> {
         None
     }
-    fn lane_mut(&mut self, _: usize) -> Option<&mut X> {
+    fn lane_mut(&mut self, _: usize) -> Option<&mut Self::Shadow> {
+        None
+    }
+    fn lane_as_primal(&self, _: usize) -> Option<&X> {
         None
     }
 }
@@ -290,6 +321,7 @@ macro_rules! duplicated_refs {
             }
         }
         impl<X: ?Sized, const N: usize> SrcArg<X> for $t<&X, &mut X, N> {
+            type Shadow = X;
             fn primal(&self) -> &X {
                 self.primal
             }
@@ -299,11 +331,55 @@ macro_rules! duplicated_refs {
             fn lane_mut(&mut self, k: usize) -> Option<&mut X> {
                 self.shadows.get_mut(k).map(|s| &mut **s)
             }
+            fn lane_as_primal(&self, k: usize) -> Option<&X> {
+                self.lane(k)
+            }
         }
     };
 }
 duplicated_refs!(Duplicated);
 duplicated_refs!(DuplicatedOnly);
+
+/// Sources in cudarc device memory whose shadows are another writable cudarc type: a read-only
+/// `CudaView` (cudarc's copies take one for a source) with `CudaViewMut` or `CudaSlice` shadows,
+/// and a whole buffer and a view of one the other way round. The forward rule cannot hand such a
+/// shadow to the primitive (which takes `&X`), so the runtime copies those tangents.
+macro_rules! other_shadow {
+    ($([$($g:tt)*] $x:ty => $s:ty;)*) => {$(
+        other_shadow!(@one Duplicated [$($g)*] $x => $s);
+        other_shadow!(@one DuplicatedOnly [$($g)*] $x => $s);
+    )*};
+    (@one $t:ident [$($g:tt)*] $x:ty => $s:ty) => {
+        impl<$($g)*, const N: usize> sealed::OfRefs<$x> for $t<&$x, &mut $s, N> {}
+        impl<$($g)*, const N: usize> SrcArg<$x> for $t<&$x, &mut $s, N> {
+            type Shadow = $s;
+            fn primal(&self) -> &$x {
+                self.primal
+            }
+            fn lane(&self, k: usize) -> Option<&$s> {
+                self.shadows.get(k).map(|s| &**s)
+            }
+            fn lane_mut(&mut self, k: usize) -> Option<&mut $s> {
+                self.shadows.get_mut(k).map(|s| &mut **s)
+            }
+            fn lane_as_primal(&self, _: usize) -> Option<&$x> {
+                None
+            }
+        }
+    };
+}
+other_shadow! {
+    ['a, 'b, T] CudaView<'a, T> => CudaViewMut<'b, T>;
+    ['a, T] CudaView<'a, T> => CudaSlice<T>;
+    ['b, T] CudaSlice<T> => CudaViewMut<'b, T>;
+    ['a, T] CudaViewMut<'a, T> => CudaSlice<T>;
+}
+// A host stand-in for the pairs above, in this crate's unit tests only: the bodies' path for a
+// shadow of another type than its primal runs without a GPU (`rules/tests.rs`).
+#[cfg(test)]
+other_shadow! {
+    [T] Vec<T> => [T];
+}
 
 /// An activity-annotated destination pointer `*mut T` of a pointer-shaped copy rule.
 #[diagnostic::on_unimplemented(

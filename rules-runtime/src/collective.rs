@@ -189,7 +189,7 @@ fn reverse_lane<T, X, Y>(
 where
     T: NcclElement,
     X: CollectiveDst<Elem = T> + ?Sized,
-    Y: CollectiveSrc<Elem = T> + ?Sized,
+    Y: CollectiveDst<Elem = T> + ?Sized,
 {
     let r = comm.rank();
     let stream = comm.stream();
@@ -237,7 +237,7 @@ where
     Y: CollectiveSrc<Elem = X::Elem> + ?Sized,
     X::Elem: NcclElement,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnOnce(&mut X, &Y) -> R,
     R: PrimalOutcome,
@@ -263,7 +263,7 @@ where
     Y: CollectiveSrc<Elem = X::Elem> + ?Sized,
     X::Elem: NcclElement,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnOnce(&mut X, &Y) -> R,
     R: PrimalOutcome,
@@ -287,7 +287,7 @@ where
     Y: CollectiveSrc<Elem = X::Elem> + ?Sized,
     X::Elem: NcclElement,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
 {
     let w = D::WIDTH.max(S::WIDTH);
@@ -303,7 +303,7 @@ where
 pub fn send_forward<Y, S, F, R>(c: Collective<'_>, src: S, primal: F) -> Result<()>
 where
     Y: CollectiveSrc + ?Sized,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = Y::Elem>>,
     F: FnOnce(&Y) -> R,
     R: PrimalOutcome,
 {
@@ -311,7 +311,7 @@ where
     let (op, sx, sy) = check(&c, &src_side(&src, w), &Side::absent(w))?;
     primal(src.primal()).into_result()?;
     for k in 0..w {
-        forward_lane::<_, CudaSlice<Y::Elem>, Y>(c.comm, op, (sx, sy), src.lane(k), None)?;
+        forward_lane::<_, CudaSlice<Y::Elem>, S::Shadow>(c.comm, op, (sx, sy), src.lane(k), None)?;
     }
     Ok(())
 }
@@ -324,7 +324,7 @@ pub fn send_augmented_primal<Y, S, F, R>(
 ) -> Result<CollectiveTape>
 where
     Y: CollectiveSrc + ?Sized,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = Y::Elem>>,
     F: FnOnce(&Y) -> R,
     R: PrimalOutcome,
 {
@@ -338,13 +338,19 @@ where
 pub fn send_reverse<Y, S>(c: Collective<'_>, tape: CollectiveTape, mut src: S) -> Result<()>
 where
     Y: CollectiveSrc + ?Sized,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = Y::Elem>>,
 {
     let w = S::WIDTH;
     let (op, sx, sy) = check(&c, &src_side(&src, w), &Side::absent(w))?;
     check_tape(&tape, self::tape(&c, op, sx, sy, w))?;
     for k in 0..w {
-        reverse_lane::<_, CudaSlice<Y::Elem>, Y>(c.comm, op, (sx, sy), src.lane_mut(k), None)?;
+        reverse_lane::<_, CudaSlice<Y::Elem>, S::Shadow>(
+            c.comm,
+            op,
+            (sx, sy),
+            src.lane_mut(k),
+            None,
+        )?;
     }
     Ok(())
 }

@@ -32,7 +32,8 @@
 //! ```
 //!
 //! The buffers are any cudarc accepts for the call (`CudaSlice`, `CudaViewMut`, `UnifiedSlice`
-//! on the device side; a slice, a `Vec` or a `PinnedHostSlice` on the host side), of any element
+//! on the device side, and a read-only `CudaView` as a source, its shadows a `CudaViewMut` or a
+//! `CudaSlice`; a slice, a `Vec` or a `PinnedHostSlice` on the host side), of any element
 //! type that is both [`Differentiable`] and cudarc's `DeviceRepr` (f32, f64, f16, bf16).
 //! Buffers of different lengths are `CUDA_ERROR_INVALID_VALUE` from the primitive, before any
 //! driver call (cudarc itself panics on a shorter destination), and the rules refuse them with

@@ -167,9 +167,16 @@ fn known_buffer_name(x: &Type) -> bool {
     matches!(x, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| KNOWN_BUFFERS.contains(&s.ident.to_string().as_str())))
 }
 
-/// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types,
-/// `Differentiable` for elements the macro could not name, and equal elements (unless the macro
-/// could compare them itself, or the two types are one).
+/// The element of one of [`KNOWN_BUFFERS`], whatever it is: its type argument.
+fn named_buffer_elem(x: &Type) -> Option<&Type> {
+    known_buffer_name(x).then(|| element_of(x)).flatten()
+}
+
+/// The bounds that make a slice copy's buffers usable: `ShadowMemory` for opaque buffer types
+/// (`ShadowRead` for a source of its own type: its primal is only read, so it may be read-only
+/// memory, such as a `CudaView` given for a generic `S`), `Differentiable` for elements the macro
+/// could not name, and equal elements (unless the macro could compare them itself, or the two
+/// types are one).
 pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> TokenStream {
     let mut out = TokenStream::new();
     let same = |a: &Type, b: &Type| a == b;
@@ -178,20 +185,24 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
     // bound says it: a bare `ShadowMemory` bound would hide the impls' `Elem` from the solver.
     let array_elem = |t: &'a Type| is_array_type(t).then(|| element_of(t)).flatten();
     let shared = array_elem(dst).or_else(|| array_elem(src));
-    for x in types {
+    for (i, x) in types.iter().enumerate() {
+        let memory = match i {
+            0 => quote!(#p::ShadowMemory),
+            _ => quote!(#p::ShadowRead),
+        };
         match (host_container_elem(x), shared) {
             (Some(e), _) if known_elem(e) => {}
             (Some(e), _) => out.extend(bound_at(e, &quote!(#p::Differentiable))),
             (None, _) if known_buffer(x) => {}
-            (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>))),
+            (None, Some(e)) => out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>))),
             // A cudarc buffer of an element the macro cannot name (`T`, an alias): the bound
             // says its element, which a bare bound would hide from the solver behind the
             // `where` clause.
             (None, None) if known_buffer_name(x) && element_of(x).is_some() => {
                 let e = element_of(x);
-                out.extend(buffer_bound(x, &quote!(#p::ShadowMemory<Elem = #e>)));
+                out.extend(buffer_bound(x, &quote!(#memory<Elem = #e>)));
             }
-            (None, None) => out.extend(buffer_bound(x, &quote!(#p::ShadowMemory))),
+            (None, None) => out.extend(buffer_bound(x, &memory)),
         }
     }
     let elem = |t: &'a Type| {
@@ -208,7 +219,7 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
         // The destination's element, named without a projection onto the source's own type,
         // which the trait solver could not resolve.
         let target = de.map_or_else(|| quote!(<#dst as #p::ShadowRead>::Elem), |d| quote!(#d));
-        out.extend(buffer_bound(src, &quote!(#p::ShadowMemory<Elem = #target>)));
+        out.extend(buffer_bound(src, &quote!(#p::ShadowRead<Elem = #target>)));
     }
     out
 }
@@ -216,11 +227,12 @@ pub(super) fn copy_bounds<'a>(p: &TokenStream, dst: &'a Type, src: &'a Type) -> 
 /// A collective buffer's bounds: the buffer trait at its type, and `NcclElement` at an element
 /// the macro does not know by name.
 fn collective_bounds(p: &TokenStream, buffer: &Type, bound: TokenStream) -> TokenStream {
-    let mut out = match element_of(buffer) {
-        Some(e) if known_buffer_name(buffer) => {
-            buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>))
-        }
-        _ => buffer_bound(buffer, &quote!(#p::#bound)),
+    // As in `copy_bounds`: a cudarc buffer of an element the macro cannot name says it. A named
+    // element keeps the bare bound: beside the pair's `Elem = <X as ShadowRead>::Elem` bound, an
+    // `Elem = f32` one leaves the solver two answers to pick from (E0284 at the rule).
+    let mut out = match named_buffer_elem(buffer).filter(|e| !known_elem(e)) {
+        Some(e) => buffer_bound(buffer, &quote!(#p::#bound<Elem = #e>)),
+        None => buffer_bound(buffer, &quote!(#p::#bound)),
     };
     match element_of(buffer) {
         Some(e) if elem_name(e).is_some_and(|n| NCCL_ELEMENTS.contains(&n.as_str())) => {}

@@ -5,7 +5,7 @@
 use super::{Collective, CollectiveTape, Kind};
 use crate::activity::{DstArg, SrcArg};
 use crate::error::{Error, Result, check_len};
-use crate::memory::{Overlap, ShadowMemory};
+use crate::memory::{Overlap, ShadowRead};
 use crate::nccl::{CollectiveDst, CollectiveSrc, Op, require_nccl};
 
 impl Kind {
@@ -67,7 +67,7 @@ impl Side {
         }
     }
 
-    fn of<M: ShadowMemory + ?Sized>(
+    fn of<M: ShadowRead + ?Sized>(
         name: &str,
         primal: &M,
         lane: impl Fn(usize) -> Option<(usize, crate::memory::Region)>,
@@ -191,7 +191,7 @@ fn check_shape(kind: Kind, r: usize, p: usize, x: &Side, y: &Side) -> Result<(Op
 pub(super) fn src_side<Y, S>(src: &S, width: usize) -> Side
 where
     Y: CollectiveSrc + ?Sized,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: CollectiveDst<Elem = Y::Elem>>,
 {
     Side::of(
         "x",
@@ -236,7 +236,6 @@ pub(super) fn check_tape(made: &CollectiveTape, found: CollectiveTape) -> Result
 mod tests {
     use super::*;
     use crate::activity::{Const, Duplicated};
-    use crate::memory::ShadowRead;
 
     fn side_x<const N: usize>(x: &Duplicated<&[f32], &mut [f32], N>) -> Side {
         Side::of(

@@ -3,7 +3,7 @@
 //! Addresses come from cudarc's `DevicePtr`/`DevicePtrMut`, whose guards order the work against
 //! the buffer's other streams (cudarc's event tracking). A `CudaView` is read-only
 //! ([`ShadowRead`]): cudarc gives no writable address for it, and other views of the same memory
-//! may be read meanwhile.
+//! may be read meanwhile. It can be a rule's source, with writable shadows (`crate::SrcArg`).
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
 use crate::device::pool;

@@ -221,7 +221,8 @@ pub unsafe trait ShadowRead {
 /// Implemented for every memory kind the runtime knows: pageable host slices and vectors,
 /// cudarc's device (`CudaSlice`, `CudaViewMut`), pinned and unified buffers, and raw pointers with
 /// a declared kind. A read-only `CudaView` is [`ShadowRead`] only: it can be the source of
-/// [`crate::accumulate`], not a buffer of a copy rule.
+/// [`crate::accumulate`], and a rule's source primal (whose shadows are then writable cudarc
+/// buffers), never a destination or a shadow.
 ///
 /// # Safety
 /// As [`ShadowRead`], and: [`host_mut`](ShadowMemory::host_mut) returns `None` or exactly `len()`
@@ -232,7 +233,7 @@ pub unsafe trait ShadowRead {
     message = "`{Self}` cannot hold a shadow for a derivative rule",
     label = "this buffer type does not implement `ShadowMemory`",
     note = "use a slice `[T]`, `Vec<T>`, or a writable cudarc buffer (`CudaSlice<T>`, `CudaViewMut<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`)",
-    note = "a read-only `CudaView` cannot be a rule's buffer: the reverse pass writes every shadow (take `&CudaViewMut` or `&CudaSlice` for a source)"
+    note = "a read-only `CudaView` can only be a source's primal (`#[src] x: &CudaView<'_, T>`, called with `Duplicated::new(&x, &mut dx)`, `dx` a `CudaViewMut` or `CudaSlice`): a destination and every shadow are written, so write `&mut CudaViewMut<'_, T>` or `&mut CudaSlice<T>` for them"
 )]
 pub unsafe trait ShadowMemory: ShadowRead {
     /// The elements, for host code to write; as [`ShadowRead::host`].

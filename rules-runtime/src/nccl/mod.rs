@@ -16,7 +16,7 @@
 use crate::cuda::{driver, require_driver};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::memory::ShadowMemory;
+use crate::memory::{ShadowMemory, ShadowRead};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use cudarc::nccl::result::NcclError;
 use cudarc::nccl::{NcclType, ReduceOp};
@@ -200,28 +200,32 @@ impl NcclElement for half::bf16 {}
 mod sealed {
     pub trait Sealed {}
     impl<T> Sealed for cudarc::driver::CudaSlice<T> {}
+    impl<T> Sealed for cudarc::driver::CudaView<'_, T> {}
     impl<T> Sealed for cudarc::driver::CudaViewMut<'_, T> {}
 }
 
 /// A buffer a collective rule can send: cudarc device memory of an [`NcclElement`]. Sealed:
-/// implemented for `CudaSlice<T>` and `CudaViewMut<T>`.
+/// implemented for `CudaSlice<T>`, `CudaView<T>` and `CudaViewMut<T>`. A read-only `CudaView`
+/// is an input only: its shadows, which the reverse pass accumulates into, are writable
+/// ([`CollectiveDst`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory an NCCL collective can read",
     label = "collective rules move cudarc device buffers",
-    note = "use `CudaSlice<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16` (not a read-only `CudaView`: the reverse pass accumulates into the input's shadow)"
+    note = "use `CudaSlice<T>`, `CudaView<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16`"
 )]
-pub trait CollectiveSrc: sealed::Sealed + ShadowMemory<Elem: NcclElement> {
+pub trait CollectiveSrc: sealed::Sealed + ShadowRead<Elem: NcclElement> {
     /// The whole buffer, for reading.
     fn view(&self) -> CudaView<'_, Self::Elem>;
 }
 
-/// A buffer a collective rule can receive into: writable cudarc device memory.
+/// A buffer a collective rule can receive into, and the type of every shadow: writable cudarc
+/// device memory.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory an NCCL collective can write",
-    label = "collective rules receive into writable cudarc device buffers",
-    note = "use `CudaSlice<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16`"
+    label = "collective rules receive into writable cudarc device buffers (an output, and every shadow)",
+    note = "use `CudaSlice<T>` or `CudaViewMut<T>` with `T` one of `f32`, `f64`, `f16`, `bf16` (a read-only `CudaView` can be an input's primal only)"
 )]
-pub trait CollectiveDst: CollectiveSrc {
+pub trait CollectiveDst: CollectiveSrc + ShadowMemory {
     /// The whole buffer, for writing.
     fn view_mut(&mut self) -> CudaViewMut<'_, Self::Elem>;
 }
@@ -234,6 +238,12 @@ impl<T: NcclElement> CollectiveSrc for CudaSlice<T> {
 impl<T: NcclElement> CollectiveDst for CudaSlice<T> {
     fn view_mut(&mut self) -> CudaViewMut<'_, T> {
         self.as_view_mut()
+    }
+}
+impl<T: NcclElement> CollectiveSrc for CudaView<'_, T> {
+    fn view(&self) -> CudaView<'_, T> {
+        // The whole view (`..` is always in range: cudarc's `slice` does not panic on it).
+        self.slice(..)
     }
 }
 impl<T: NcclElement> CollectiveSrc for CudaViewMut<'_, T> {

@@ -19,6 +19,9 @@ mod pitched;
 mod region;
 mod traits;
 
+#[cfg(test)]
+mod tests;
+
 pub use crate::memory::raw::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
 pub use crate::memory::raw::unsafe_args::UnsafeArgs;
 pub use copy::{

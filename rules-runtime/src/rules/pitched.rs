@@ -13,9 +13,13 @@ use super::region::{Boxes, Checked, Dst, Kind, Raw, RawRegion, RegionTape, Side,
 use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
 use crate::element::Differentiable;
 use crate::error::Result;
-use crate::memory::ShadowMemory;
-use crate::ops::region::{accumulate_and_zero_region, zero_region};
-use crate::ops::{On, accumulate_sum_region, restore_region, save_region};
+use crate::memory::{ShadowMemory, ShadowRead};
+use crate::ops::region::{
+    accumulate_and_zero_region, accumulate_region, check_pair, fill_region, zero_region,
+};
+use crate::ops::{
+    On, accumulate_sum_region, refuse_call_in_capture, restore_region, save_region, sum_region,
+};
 
 /// The reverse's shadow work for one lane, then nothing else: the lanes run in order.
 fn reverse_lane<X, Y>(
@@ -39,7 +43,11 @@ where
     }
 }
 
-/// Forward rule of a two-buffer region rule (slices); see the module docs.
+/// Forward rule of a two-buffer region rule (slices); see the module docs. A source shadow the
+/// primitive cannot take (of another type than the primal, as `&mut CudaViewMut` for a
+/// `&CudaView` source) is copied by the runtime: `d_dst[k][R] ← 0`, then
+/// `d_dst[k][R] += d_src[k][R']`; from a value buffer, `d_dst[k][R] ← d_v[k]` (read on the host,
+/// so the stream is waited for, and refused in a graph capture).
 pub fn region_forward<X, Y, D, S, F, R>(
     on: On<'_>,
     boxes: Boxes,
@@ -49,24 +57,48 @@ pub fn region_forward<X, Y, D, S, F, R>(
 ) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
     let (mut dst, src) = (Dst::new(dst), Src::new(src));
     let c = check_call(on, boxes, &dst, Some(&src), false)?;
+    // The lanes the runtime copies: checked here, before the first write, as the others were.
+    for k in 0..D::WIDTH {
+        if let (Some(dd), Some(ds), None) = (dst.lane(k), src.lane(k), src.lane_as_primal(k)) {
+            if boxes.value {
+                let home = ds.home_stream().map(|s| &**s);
+                refuse_call_in_capture(
+                    on,
+                    home,
+                    "the forward of a fill from a value buffer whose shadows are of another type",
+                    true,
+                )?;
+            } else {
+                check_pair(on, dd, ds)?;
+            }
+        }
+    }
     if D::PRIMAL_NEEDED && !c.primal_same {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
     for k in 0..D::WIDTH {
         let Some(dd) = dst.lane_mut(k) else { continue };
-        match src.lane(k) {
-            Some(_) if c.lane_same[k] => {} // a self-copy: the identity
-            Some(ds) => primal(dd, ds).into_result()?,
-            None => zero_region(on, dd, c.dst)?,
+        match (src.lane(k), src.lane_as_primal(k)) {
+            (Some(_), _) if c.lane_same[k] => {} // a self-copy: the identity
+            (Some(_), Some(ds)) => primal(dd, ds).into_result()?,
+            (Some(ds), None) if boxes.value => {
+                let v = sum_region(on, ds, c.src)?;
+                fill_region(on, dd, c.dst, v)?;
+            }
+            (Some(ds), None) => {
+                zero_region(on, dd, c.dst)?;
+                accumulate_region(on, dd, c.dst, ds, c.src)?;
+            }
+            (None, _) => zero_region(on, dd, c.dst)?,
         }
     }
     Ok(())
@@ -84,9 +116,9 @@ pub fn region_augmented_primal<X, Y, D, S, F, R>(
 ) -> Result<RegionTape<X::Elem>>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
@@ -115,9 +147,9 @@ pub fn region_reverse<X, Y, D, S>(
 ) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
 {
     let (mut dst, mut src) = (Dst::new(dst), Src::new(src));

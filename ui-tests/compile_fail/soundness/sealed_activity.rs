@@ -40,8 +40,12 @@ impl DstArg<[f32]> for Lying<'_> {
 struct LyingSource<'a>(&'a [f32]);
 
 impl SrcArg<[f32]> for LyingSource<'_> {
+    type Shadow = [f32];
     fn primal(&self) -> &[f32] {
         self.0
+    }
+    fn lane_as_primal(&self, _: usize) -> Option<&[f32]> {
+        None
     }
     fn lane(&self, _: usize) -> Option<&[f32]> {
         None

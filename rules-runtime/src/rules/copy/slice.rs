@@ -1,21 +1,22 @@
 //! The bodies of slice copy rules: `dst` and `src` are references to buffers (`&mut X` ← `&Y`),
-//! every shadow of its primal's length.
+//! every shadow of its primal's length. A source's primal is only read (`Y: ShadowRead`: a
+//! read-only `CudaView` is one); its shadows are written, of the activity's `Shadow` type.
 
 use super::{Call, CopyTape, PrimalOutcome, lane_name, plan_lanes};
 use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::device::probe;
 use crate::error::{Result, check_len, check_len_with};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
-use crate::ops::{On, Source, refuse_call_in_capture};
+use crate::ops::{self, On, Op, Source, refuse_call_in_capture};
 
 /// Checks a slice rule's arguments: primal lengths agree, every shadow has its primal's length,
 /// and the buffers overlap only as [`Call::check`] allows. Returns `n` and the call.
 fn check_slices<X, Y, D, S>(on: On<'_>, dst: &D, src: &S) -> Result<(usize, Call)>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
 {
     let _p = probe::span("check_slices");
     let n = src.primal().len();
@@ -58,25 +59,44 @@ where
 
 /// Forward (tangent) rule of a slice copy `dst ← src`: runs the primal (unless `dst` is
 /// `DuplicatedOnly`), then for each lane `k`: `d_dst[k] ← d_src[k]` through the primal copy itself
-/// (same direction, same stream), or `d_dst[k] ← 0` when `src` is `Const`.
+/// (same direction, same stream), or `d_dst[k] ← 0` when `src` is `Const`. A source shadow the
+/// primitive cannot take (of another type than the primal, as `&mut CudaViewMut` for a
+/// `&CudaView` source) is copied by the runtime instead: `d_dst[k] ← 0`, then
+/// `d_dst[k] += d_src[k]` (equal values; a `-0.0` arrives as `+0.0`).
 pub fn copy_forward<X, Y, D, S, F, R>(on: On<'_>, mut dst: D, src: S, mut primal: F) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
     let (_, call) = check_slices(on, &dst, &src)?;
     let _p = probe::span("forward after checks");
+    let same = |k: usize| call.lanes[k].0 == call.lanes[k].1;
     // Plans hold no borrow of the buffers: they are made from shared views, then run on the
     // exclusive ones, which are the same buffers.
     let plans = {
         let lanes = (0..D::WIDTH).map(|k| (dst.lane(k), src.lane(k)));
-        plan_lanes::<X, Y>(on, lanes, false)?
+        plan_lanes::<X, S::Shadow>(on, lanes, false)?
     };
+    // The lanes the runtime copies (none, and no allocation, when every shadow has the primal's
+    // type): two plans each, made with the others before the first write.
+    let by_runtime = |k: usize| src.lane(k).is_some() && src.lane_as_primal(k).is_none();
+    let mut copies = Vec::new();
+    if (0..D::WIDTH).any(by_runtime) {
+        copies = (0..D::WIDTH)
+            .map(|k| match (dst.lane(k), src.lane(k)) {
+                (Some(dd), Some(ds)) if by_runtime(k) && !same(k) => {
+                    let zero = ops::plan::<X, X>(on, Op::Zero, dd, None)?;
+                    Ok(Some((zero, ops::plan(on, Op::Accumulate, dd, Some(ds))?)))
+                }
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+    }
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
     }
@@ -84,8 +104,18 @@ where
         let Some(dd) = dst.lane_mut(k) else { continue };
         match (plan, src.lane(k)) {
             (Some(p), _) => p.run::<X, X>(dd, Source::None)?,
-            (None, Some(_)) if call.lanes[k].0 == call.lanes[k].1 => {} // self-copy: identity
-            (None, Some(ds)) => primal(dd, ds).into_result()?,
+            (None, Some(_)) if same(k) => {} // self-copy: identity
+            (None, Some(ds)) => match (
+                src.lane_as_primal(k),
+                copies.get_mut(k).and_then(Option::take),
+            ) {
+                (Some(ds), _) => primal(dd, ds).into_result()?,
+                (None, Some((zero, add))) => {
+                    zero.run::<X, X>(dd, Source::None)?;
+                    add.run(dd, Source::Read(ds))?;
+                }
+                (None, None) => {} // planned above for every such lane
+            },
             (None, None) => {}
         }
     }
@@ -102,9 +132,9 @@ pub fn copy_augmented_primal<X, Y, D, S, F, R>(
 ) -> Result<CopyTape>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
@@ -130,9 +160,9 @@ where
 pub fn copy_reverse<X, Y, D, S>(on: On<'_>, tape: CopyTape, mut dst: D, mut src: S) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     D: DstArg<X>,
-    S: SrcArg<Y>,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = X::Elem>>,
     D::Width: SameWidth<S::Width>,
 {
     let (n, call) = check_slices(on, &dst, &src)?;
@@ -147,7 +177,7 @@ where
     let plans = {
         let _p = probe::span("reverse: plan_lanes");
         let lanes = (0..D::WIDTH).map(|k| (dst.lane(k), src.lane(k)));
-        plan_lanes::<X, Y>(on, lanes, true)?
+        plan_lanes::<X, S::Shadow>(on, lanes, true)?
     };
     let _p = probe::span("reverse: run");
     for (k, plan) in plans.into_iter().enumerate() {

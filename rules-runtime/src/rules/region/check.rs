@@ -5,7 +5,7 @@
 
 use super::{Boxes, Origin, Side};
 use crate::error::{Error, Result, check_len, check_len_with};
-use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
+use crate::memory::{MemoryKind, Overlap, Region, ShadowRead};
 use crate::ops::{self, On, Op};
 use crate::region::{Pitched, Strides};
 
@@ -207,7 +207,7 @@ fn packed<T>(shape: Pitched) -> Pitched {
 
 /// Checks that a shadow operation on `buf` can be routed on `on` (a stream for device memory,
 /// the stream's context), without writing anything.
-fn check_route<B: ShadowMemory + ?Sized>(on: On<'_>, what: Name, buf: &B) -> Result<()> {
+fn check_route<B: ShadowRead + ?Sized>(on: On<'_>, what: Name, buf: &B) -> Result<()> {
     if let (On::Stream(s), Some(c)) = (on, buf.context())
         && c.cu_ctx() != s.context().cu_ctx()
     {
@@ -243,9 +243,9 @@ pub(crate) fn check_call<D, S>(
 ) -> Result<Checked>
 where
     D: Side,
-    S: Side<Buf: ShadowRead<Elem = <D::Buf as ShadowRead>::Elem>>,
+    S: Side<Primal: ShadowRead<Elem = <D::Primal as ShadowRead>::Elem>>,
 {
-    type E<D> = <<D as Side>::Buf as ShadowRead>::Elem;
+    type E<D> = <<D as Side>::Primal as ShadowRead>::Elem;
     let _p = crate::device::probe::span("region check_call");
     let size = size_of::<E<D>>();
     // A whole CUDA array on either side gives a whole-buffer copy its shape.

@@ -7,7 +7,7 @@ use crate::activity::{DstArg, SrcArg};
 use crate::element::Differentiable;
 use crate::memory::raw::RawShadow;
 use crate::memory::raw::lanes::BoxViews;
-use crate::memory::{MemoryKind, ShadowMemory};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::region::Pitched;
 use core::marker::PhantomData;
 
@@ -37,11 +37,13 @@ impl RawRegion {
 
 /// One side of a call (`dst` or `src`): its primal and its lanes' shadows.
 pub(crate) trait Side {
-    /// The buffer type of the primal and of every shadow.
-    type Buf: ShadowMemory + ?Sized;
+    /// The buffer type of the primal: only read on a source (a read-only `CudaView` may be one).
+    type Primal: ShadowRead + ?Sized;
+    /// The buffer type of every shadow, written by the shadow work.
+    type Buf: ShadowMemory<Elem = <Self::Primal as ShadowRead>::Elem> + ?Sized;
     /// Lanes (0 for `Const`).
     fn width(&self) -> usize;
-    fn primal(&self) -> &Self::Buf;
+    fn primal(&self) -> &Self::Primal;
     fn lane(&self, k: usize) -> Option<&Self::Buf>;
     fn lane_mut(&mut self, k: usize) -> Option<&mut Self::Buf>;
 }
@@ -57,6 +59,7 @@ impl<X: ShadowMemory + ?Sized, D: DstArg<X>> Dst<X, D> {
     }
 }
 impl<X: ShadowMemory + ?Sized, D: DstArg<X>> Side for Dst<X, D> {
+    type Primal = X;
     type Buf = X;
     fn width(&self) -> usize {
         D::WIDTH
@@ -72,25 +75,38 @@ impl<X: ShadowMemory + ?Sized, D: DstArg<X>> Side for Dst<X, D> {
     }
 }
 
-/// A slice rule's source as a [`Side`].
+/// A slice rule's source as a [`Side`]: its shadows may be of another type than its primal.
 pub(crate) struct Src<Y: ?Sized, S>(pub(crate) S, PhantomData<fn(&Y)>);
-impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Src<Y, S> {
+impl<Y, S> Src<Y, S>
+where
+    Y: ShadowRead + ?Sized,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = Y::Elem>>,
+{
     pub(crate) fn new(s: S) -> Self {
         Src(s, PhantomData)
     }
+    /// Shadow `k` as the primal's type, for the primitive (see [`SrcArg::lane_as_primal`]).
+    pub(crate) fn lane_as_primal(&self, k: usize) -> Option<&Y> {
+        self.0.lane_as_primal(k)
+    }
 }
-impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Side for Src<Y, S> {
-    type Buf = Y;
+impl<Y, S> Side for Src<Y, S>
+where
+    Y: ShadowRead + ?Sized,
+    S: SrcArg<Y, Shadow: ShadowMemory<Elem = Y::Elem>>,
+{
+    type Primal = Y;
+    type Buf = S::Shadow;
     fn width(&self) -> usize {
         S::WIDTH
     }
     fn primal(&self) -> &Y {
         self.0.primal()
     }
-    fn lane(&self, k: usize) -> Option<&Y> {
+    fn lane(&self, k: usize) -> Option<&S::Shadow> {
         self.0.lane(k)
     }
-    fn lane_mut(&mut self, k: usize) -> Option<&mut Y> {
+    fn lane_mut(&mut self, k: usize) -> Option<&mut S::Shadow> {
         self.0.lane_mut(k)
     }
 }
@@ -100,6 +116,7 @@ impl<Y: ShadowMemory + ?Sized, S: SrcArg<Y>> Side for Src<Y, S> {
 pub(crate) type Raw<T> = BoxViews<T>;
 
 impl<T: Differentiable> Side for BoxViews<T> {
+    type Primal = RawShadow<T>;
     type Buf = RawShadow<T>;
     fn width(&self) -> usize {
         self.lanes.len()

@@ -30,6 +30,7 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     where
         X::Elem: NcclElement,
         D::Width: SameWidth<S::Width>,
+        S::Shadow: CollectiveDst<Elem = X::Elem>,
     {
         let c = self.__plan();
         collective_forward(c, y, x, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
@@ -40,6 +41,7 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     where
         X::Elem: NcclElement,
         D::Width: SameWidth<S::Width>,
+        S::Shadow: CollectiveDst<Elem = X::Elem>,
     {
         let c = self.__plan();
         collective_augmented_primal(c, y, x, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
@@ -55,6 +57,7 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     where
         X::Elem: NcclElement,
         D::Width: SameWidth<S::Width>,
+        S::Shadow: CollectiveDst<Elem = X::Elem>,
     {
         collective_reverse(self.__plan(), tape, y, x)
     }
@@ -72,19 +75,28 @@ pub trait SendRule<'s, Y: CollectiveSrc + ?Sized> {
     fn __primal(&mut self, x: &Y) -> Result<()>;
 
     /// Forward (tangent) rule.
-    fn forward<S: SrcArg<Y>>(&mut self, x: S) -> Result<()> {
+    fn forward<S: SrcArg<Y>>(&mut self, x: S) -> Result<()>
+    where
+        S::Shadow: CollectiveDst<Elem = Y::Elem>,
+    {
         let c = self.__plan();
         send_forward(c, x, |s: &Y| Ran(self.__primal(s)))
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
-    fn augmented_primal<S: SrcArg<Y>>(&mut self, x: S) -> Result<CollectiveTape> {
+    fn augmented_primal<S: SrcArg<Y>>(&mut self, x: S) -> Result<CollectiveTape>
+    where
+        S::Shadow: CollectiveDst<Elem = Y::Elem>,
+    {
         let c = self.__plan();
         send_augmented_primal(c, x, |s: &Y| Ran(self.__primal(s)))
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
-    fn reverse<S: SrcArg<Y>>(&mut self, tape: CollectiveTape, x: S) -> Result<()> {
+    fn reverse<S: SrcArg<Y>>(&mut self, tape: CollectiveTape, x: S) -> Result<()>
+    where
+        S::Shadow: CollectiveDst<Elem = Y::Elem>,
+    {
         send_reverse(self.__plan(), tape, x)
     }
 }

@@ -16,10 +16,12 @@ use crate::rules::{
 ///
 /// `dst` and `src` are activities of the same batch width (or one of them `Const`): `Const(x)`,
 /// `Duplicated::new(x, dx)`, `Duplicated::batch(x, [dx1, dx2, dx3])`, `DuplicatedOnly::new(x, dx)`.
+/// The source's primal is only read: it may be a read-only `&CudaView`, whose shadows are then
+/// writable cudarc buffers (`Duplicated::new(&x_view, &mut dx_view)`, `dx_view: CudaViewMut`).
 /// Every argument and every lane is checked before the first write (lengths, overlaps, memory
 /// kinds, streams, contexts, the tape), so such an `Err` changes nothing; `Error::Primal` (the
 /// primitive failed) and `Error::Driver` report a failure of the work itself.
-pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem> + ?Sized> {
+pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> + ?Sized> {
     /// The stream that orders the shadow work (the host when the primitive has none).
     #[doc(hidden)]
     fn __on(&self) -> On<'s> {
@@ -30,11 +32,13 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
 
     /// Forward (tangent) rule: runs the copy (not when `dst` is `DuplicatedOnly`), then for each
-    /// lane `k`: `d_dst[k] ← d_src[k]` through the primitive itself, or `d_dst[k] ← 0` when `src`
-    /// is `Const`.
+    /// lane `k`: `d_dst[k] ← d_src[k]` through the primitive itself (by the runtime when the
+    /// shadow is of another type than the primal, as for a `&CudaView` source), or
+    /// `d_dst[k] ← 0` when `src` is `Const`.
     fn forward<D: DstArg<X>, S: SrcArg<Y>>(&mut self, dst: D, src: S) -> Result<()>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         copy_forward(self.__on(), dst, src, |d: &mut X, s: &Y| {
             Ran(self.__primal(d, s))
@@ -46,6 +50,7 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     fn augmented_primal<D: DstArg<X>, S: SrcArg<Y>>(&mut self, dst: D, src: S) -> Result<CopyTape>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let on = self.__on();
         copy_augmented_primal(on, dst, src, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
@@ -57,6 +62,7 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
     fn reverse<D: DstArg<X>, S: SrcArg<Y>>(&mut self, tape: CopyTape, dst: D, src: S) -> Result<()>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         copy_reverse(self.__on(), tape, dst, src)
     }
@@ -68,7 +74,7 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem>
 /// forward `d_dst[k][R] ← d_src[k][R']` (0 for a `Const` source); reverse
 /// `d_src[k][R'] += d_dst[k][R]` then `d_dst[k][R] ← 0`, then, with `restore`, the old
 /// destination box written back. Arguments and errors as [`CopyRule`] (and `BadRegion`).
-pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Elem> + ?Sized> {
+pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> + ?Sized> {
     /// The stream, the boxes, and whether the reverse restores the destination.
     #[doc(hidden)]
     fn __plan(&self) -> (On<'s>, Boxes, bool);
@@ -80,6 +86,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
     fn forward<D: DstArg<X>, S: SrcArg<Y>>(&mut self, dst: D, src: S) -> Result<()>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let (on, boxes, _) = self.__plan();
         region_forward(on, boxes, dst, src, |d: &mut X, s: &Y| {
@@ -96,6 +103,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
     ) -> Result<RegionTape<<X as ShadowRead>::Elem>>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let (on, boxes, restore) = self.__plan();
         let primal = |d: &mut X, s: &Y| Ran(self.__primal(d, s));
@@ -111,6 +119,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowMemory<Elem = X::Ele
     ) -> Result<()>
     where
         D::Width: SameWidth<S::Width>,
+        S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let (on, boxes, restore) = self.__plan();
         region_reverse(on, (boxes, restore), tape, dst, src)

@@ -6,7 +6,7 @@
 use super::{CollectiveRule, CopyRule, FillRule, MemsetRule, RecvRule, RegionRule, SendRule};
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::memory::ShadowMemory;
+use crate::memory::{ShadowMemory, ShadowRead};
 use crate::nccl::{CollectiveDst, CollectiveSrc};
 use crate::ops::On;
 use crate::rules::{Boxes, PrimalOutcome};
@@ -27,7 +27,7 @@ impl<T: ?Sized> Captures<'_> for T {}
 impl<'s, X, Y, F, R> CopyRule<'s, X, Y> for InImpl<On<'s>, F>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
@@ -42,7 +42,7 @@ where
 impl<'s, X, Y, F, R> RegionRule<'s, X, Y> for InImpl<(On<'s>, Boxes, bool), F>
 where
     X: ShadowMemory + ?Sized,
-    Y: ShadowMemory<Elem = X::Elem> + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
     F: FnMut(&mut X, &Y) -> R,
     R: PrimalOutcome,
 {
