@@ -6,7 +6,7 @@
 //!
 //! The linear side is any [`Linear`] buffer: pageable host slices, cudarc device buffers, pinned
 //! host buffers (`alloc_pinned`), unified buffers (`alloc_unified`), and raw pointers of any
-//! declared kind ([`RawShadow`]).
+//! declared kind ([`RawShadow`](rules_runtime::memory::raw::RawShadow)).
 //!
 //! Region rules whose destination is an array: [`zero_array_rows`] and [`zero_array`] (`memset`,
 //! rows placed by `#[dst_x]`, `#[dst_y]`, or the whole array), [`fill_array_rows`] and
