@@ -1625,3 +1625,38 @@ fn array_to_array_odd_offsets_width_3() {
         (5, 3, 3),
     );
 }
+
+/// The ready-made array copies refuse a capturing stream (the events they record there would not
+/// mark the copy, which runs when the graph is launched, maybe after the arrays are gone), with
+/// `Error::Capturing`, before anything is enqueued; the capture then ends empty.
+#[test]
+#[ignore = "needs a GPU"]
+fn ready_made_array_copies_refuse_a_capturing_stream() {
+    use rules_runtime::cudarc::driver::sys;
+    use rules_tests::arrays::{array_to_array, from_array, to_array};
+    let s = gpu();
+    let ext = (64, 4, 1);
+    let n = ext.0 * ext.1;
+    let old = vals(n, 71);
+    let mut a = array_from(&s, ext, &old);
+    let b = array_from(&s, ext, &vals(n, 72));
+    let dev = s.clone_htod(&vals(n, 73)).unwrap();
+    let mut back = s.alloc_zeros::<f32>(n).unwrap();
+    s.synchronize().unwrap();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    let shape = (ext.0, ext.1, 1);
+    let r1 = array_to_array(&s, &mut a, 0, 0, 0, &b, 0, 0, 0, shape.0, shape.1, shape.2);
+    let r2 = to_array(&s, &mut a, 0, 0, 0, &dev, 256, 4, shape.0, shape.1, shape.2);
+    let r3 = from_array(&s, &mut back, 256, 4, &a, 0, 0, 0, shape.0, shape.1, shape.2);
+    let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
+    for (r, what) in [(r1, "array_to_array"), (r2, "to_array"), (r3, "from_array")] {
+        assert!(
+            matches!(r, Err(rules_runtime::Error::Capturing { .. })),
+            "{what}: {r:?}"
+        );
+    }
+    drop(graph);
+    assert_eq!(a.to_host(&s).unwrap(), old, "the array is unchanged");
+    assert_eq!(s.clone_dtoh(&back).unwrap(), vec![0.0; n]);
+}

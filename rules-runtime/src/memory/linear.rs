@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef, CudaArray};
 use crate::memory::raw::RawShadow;
 use crate::{MemoryKind, ShadowMemory, ShadowRead};
+use cudarc::driver::CudaContext;
 use cudarc::driver::sys::{self, CUmemorytype};
+use std::sync::Arc;
 use cudarc::driver::{
     CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, HostSlice,
     PinnedHostSlice, UnifiedSlice, ValidAsZeroBits,
@@ -292,7 +294,9 @@ unsafe impl<T: crate::Differentiable> Linear for RawShadow<T> {
         match self.kind() {
             MemoryKind::Host | MemoryKind::Pinned => host_then_wait(s, addr, f),
             MemoryKind::Device => f(CUmemorytype::CU_MEMORYTYPE_DEVICE, addr),
-            _ => f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, addr),
+            MemoryKind::Unified => f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, addr),
+            // Not linear memory: no address to give the copy.
+            _ => Err(invalid_value()),
         }
     }
     fn with_addr_mut(&mut self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
@@ -319,7 +323,8 @@ pub fn linear_to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
         return Ok(());
     }
     let a = End::Array(dst.cu_array(), origin, size_of::<T>());
-    ordered(stream, &[&dst.array_ref()], &mut || {
+    let linear = src.context().cloned();
+    ordered(stream, &[&dst.array_ref()], linear.as_ref(), &mut || {
         src.with_addr(stream, &mut |t, addr| {
             // SAFETY: both boxes were checked above, against the array and against the `len()`
             // elements at `addr` (`Linear`'s contract); the box is not empty, so the origin is
@@ -353,7 +358,8 @@ pub fn array_to_linear<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
         return Ok(());
     }
     let a = End::Array(src.cu_array(), origin, size_of::<T>());
-    ordered(stream, &[&src.array_ref()], &mut || {
+    let linear = dst.context().cloned();
+    ordered(stream, &[&src.array_ref()], linear.as_ref(), &mut || {
         dst.with_addr_mut(stream, &mut |t, addr| {
             // SAFETY: as in `linear_to_array`, the linear end written.
             unsafe {
@@ -387,7 +393,7 @@ pub fn array_to_array<T: ArrayElement>(
     let size = size_of::<T>();
     let d = End::Array(dst.cu_array(), dst_origin, size);
     let s = End::Array(src.cu_array(), src_origin, size);
-    ordered(stream, &[&dst.array_ref(), &src.array_ref()], &mut || {
+    ordered(stream, &[&dst.array_ref(), &src.array_ref()], None, &mut || {
         // SAFETY: both boxes were checked above against their arrays, and are not empty.
         unsafe { memcpy3d(stream, d, s, size, shape) }
     })
@@ -400,22 +406,39 @@ fn is_empty((w, h, d): (usize, usize, usize)) -> bool {
 }
 
 /// `copy` enqueued on `stream`, with the stream's context current, after every array's earlier
-/// work, and recorded as each array's latest. The arrays must be of the stream's context. If a
-/// record fails after the copy was enqueued, the stream is waited for before the error returns,
-/// so that no array can be dropped while the copy still runs.
+/// work, and recorded as each array's latest. The arrays, and the linear buffer where it has a
+/// context (`linear`), must be of the stream's context: cudarc's guards and the arrays' events
+/// record on the stream, which the driver refuses across contexts, and an unrecorded copy would
+/// be unordered. A capturing stream is refused (`Error::Capturing`): the events recorded during a
+/// capture do not mark the copy, which runs later, when the graph is launched. If a record fails
+/// after the copy was enqueued, the stream is waited for before the error returns, so that no
+/// array can be dropped while the copy still runs.
 fn ordered(
     stream: &CudaStream,
     arrays: &[&ArrayRef<'_>],
+    linear: Option<&Arc<CudaContext>>,
     copy: &mut dyn FnMut() -> DriverResult,
 ) -> Result<()> {
+    let here = stream.context();
+    let foreign = |what: &str, c: &Arc<CudaContext>| {
+        (c.cu_ctx() != here.cu_ctx()).then(|| Error::ContextMismatch {
+            what: what.to_string(),
+            expected: here.ordinal(),
+            found: c.ordinal(),
+        })
+    };
     for a in arrays {
-        if a.ctx.cu_ctx() != stream.context().cu_ctx() {
-            return Err(Error::ContextMismatch {
-                what: "the CUDA array".to_string(),
-                expected: stream.context().ordinal(),
-                found: a.ctx.ordinal(),
-            });
+        if let Some(e) = foreign("the CUDA array", a.ctx) {
+            return Err(e);
         }
+    }
+    if let Some(e) = linear.and_then(|c| foreign("the linear buffer", c)) {
+        return Err(e);
+    }
+    if crate::ops::capturing(stream)? {
+        return Err(Error::Capturing {
+            op: "a box copy with a CUDA array",
+        });
     }
     for a in arrays {
         a.wait(stream)?;
