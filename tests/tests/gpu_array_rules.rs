@@ -1648,7 +1648,9 @@ fn ready_made_array_copies_refuse_a_capturing_stream() {
     let shape = (ext.0, ext.1, 1);
     let r1 = array_to_array(&s, &mut a, 0, 0, 0, &b, 0, 0, 0, shape.0, shape.1, shape.2);
     let r2 = to_array(&s, &mut a, 0, 0, 0, &dev, 256, 4, shape.0, shape.1, shape.2);
-    let r3 = from_array(&s, &mut back, 256, 4, &a, 0, 0, 0, shape.0, shape.1, shape.2);
+    let r3 = from_array(
+        &s, &mut back, 256, 4, &a, 0, 0, 0, shape.0, shape.1, shape.2,
+    );
     let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
     for (r, what) in [(r1, "array_to_array"), (r2, "to_array"), (r3, "from_array")] {
         assert!(

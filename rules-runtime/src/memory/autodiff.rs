@@ -80,7 +80,9 @@ fn kind_of(code: u32) -> MemoryKind {
 
 /// A buffer and its shadow, borrowed for `'a`, as two handles for a differentiated function.
 /// cudarc's guards are held until the pair is dropped: the work the rules enqueue on `stream`
-/// is then recorded on both buffers (their other streams wait for it).
+/// is then recorded on both buffers (their other streams wait for it). Each bridge also waits for
+/// its stream before it returns, so that a pair that is forgotten instead of dropped leaves no
+/// copy running on memory its owner may free or read.
 pub struct AdPair<'a, T> {
     primal: AdBuf<T>,
     shadow: AdBuf<T>,
@@ -132,6 +134,25 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
                 expected: len,
                 found: shadow.len(),
             });
+        }
+        // The guards record the rules' work on the buffers' events from `stream`, which the
+        // driver refuses across contexts (and cudarc ignores the failure): a buffer of another
+        // context would be left unordered.
+        if let Some(s) = stream {
+            for (what, c) in [
+                ("the AdPair's buffer", primal.context()),
+                ("its shadow", shadow.context()),
+            ] {
+                if let Some(c) = c
+                    && c.cu_ctx() != s.context().cu_ctx()
+                {
+                    return Err(Error::ContextMismatch {
+                        what: what.into(),
+                        expected: s.context().ordinal(),
+                        found: c.ordinal(),
+                    });
+                }
+            }
         }
         let on = stream.map(|s| &**s);
         let (p, gp) = address(primal, on)?;

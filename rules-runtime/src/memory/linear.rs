@@ -9,11 +9,11 @@ use crate::memory::raw::RawShadow;
 use crate::{MemoryKind, ShadowMemory, ShadowRead};
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys::{self, CUmemorytype};
-use std::sync::Arc;
 use cudarc::driver::{
     CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, HostSlice,
     PinnedHostSlice, UnifiedSlice, ValidAsZeroBits,
 };
+use std::sync::Arc;
 
 /// What a primitive answers, before any driver call, for a box that does not fit its buffer or
 /// its array: the driver's own answer to a bad copy descriptor.
@@ -393,10 +393,15 @@ pub fn array_to_array<T: ArrayElement>(
     let size = size_of::<T>();
     let d = End::Array(dst.cu_array(), dst_origin, size);
     let s = End::Array(src.cu_array(), src_origin, size);
-    ordered(stream, &[&dst.array_ref(), &src.array_ref()], None, &mut || {
-        // SAFETY: both boxes were checked above against their arrays, and are not empty.
-        unsafe { memcpy3d(stream, d, s, size, shape) }
-    })
+    ordered(
+        stream,
+        &[&dst.array_ref(), &src.array_ref()],
+        None,
+        &mut || {
+            // SAFETY: both boxes were checked above against their arrays, and are not empty.
+            unsafe { memcpy3d(stream, d, s, size, shape) }
+        },
+    )
 }
 
 /// Whether a box holds no element (the driver is then not called: an empty box fits at any

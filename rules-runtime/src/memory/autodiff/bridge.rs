@@ -192,9 +192,11 @@ pub unsafe fn copy_primal<'s, T, R>(
         let s = unsafe { src.resolve("src", src_off, n)? };
         let (d, s) = (primal_of(d), primal_of(s));
         // SAFETY: this function's contract.
-        let mut rule = make(unsafe { streams(&dst, &src)? })?;
+        let st = unsafe { streams(&dst, &src)? };
+        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
-        unsafe { rule.forward(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule)
+        let ran = unsafe { rule.forward(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule);
+        finished(st, ran)
     });
 }
 
@@ -225,9 +227,10 @@ pub unsafe fn copy_fwd<'s, T, R>(
         };
         pattern(dd, ds)?;
         // SAFETY: this function's contract.
-        let mut rule = make(unsafe { streams(&dst, &src)? })?;
+        let st = unsafe { streams(&dst, &src)? };
+        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
-        unsafe {
+        let ran = unsafe {
             match (dd, ds) {
                 (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.forward(
                     Duplicated::new(d, d_d),
@@ -239,8 +242,23 @@ pub unsafe fn copy_fwd<'s, T, R>(
                 (d, s) => rule.forward(Const(primal_of(d)), Const(primal_of(s).cast_const())),
             }
         }
-        .map_err(AdError::Rule)
+        .map_err(AdError::Rule);
+        finished(st, ran)
     });
+}
+
+/// `ran`, once the work a bridge enqueued on the handles' stream has finished. The pairs' guards
+/// record that work on the buffers only when an `AdPair` is dropped, and a forgotten one
+/// (`mem::forget` is safe) never is: waiting here keeps a later free, or host read, of the
+/// buffers after the copy, whatever the caller does with its pairs.
+fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
+    let waited = match st.0 {
+        Some(s) => s.synchronize().map_err(|e| AdError::Rule(Error::primal(e))),
+        None => Ok(()),
+    };
+    let r = ran?;
+    waited?;
+    Ok(r)
 }
 
 fn primal_of<T>(r: Resolved<T>) -> *mut T {
@@ -276,7 +294,8 @@ where
         };
         let active = pattern(dd, ds)?;
         // SAFETY: this function's contract.
-        let mut rule = make(unsafe { streams(&dst, &src)? })?;
+        let st = unsafe { streams(&dst, &src)? };
+        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let tape = unsafe {
             match (dd, ds) {
@@ -292,7 +311,8 @@ where
                 }
             }
         }
-        .map_err(AdError::Rule)?;
+        .map_err(AdError::Rule);
+        let tape = finished(st, tape)?;
         Ok(Box::into_raw(Box::new(BridgeTape { tape, active })).cast::<c_void>())
     })
     .unwrap_or(core::ptr::null_mut())
@@ -331,9 +351,10 @@ pub unsafe fn copy_rev<'s, T, R>(
             return Err(AdError::ActivityChanged { what: "dst or src" });
         }
         // SAFETY: this function's contract.
-        let mut rule = make(unsafe { streams(&dst, &src)? })?;
+        let st = unsafe { streams(&dst, &src)? };
+        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
-        unsafe {
+        let ran = unsafe {
             match (dd, ds) {
                 (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.reverse(
                     tape,
@@ -346,6 +367,7 @@ pub unsafe fn copy_rev<'s, T, R>(
                 (d, s) => rule.reverse(tape, Const(primal_of(d)), Const(primal_of(s).cast_const())),
             }
         }
-        .map_err(AdError::Rule)
+        .map_err(AdError::Rule);
+        finished(st, ran)
     });
 }
