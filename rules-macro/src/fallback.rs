@@ -61,9 +61,12 @@ pub fn stubs(rule: &Rule) -> TokenStream {
     }
 }
 
-/// The value type of a fill by value, when it is an element type the macro knows by name (a
-/// value taken by reference by mistake counts as the value): the stand-in's reverse returns it per
-/// lane, as the rule's would.
+/// The value type of a fill, when the stand-in can name it: an element type, an alias or any
+/// path without arguments that is not one of the function's type parameters (a value taken by
+/// reference by mistake counts as the value). The stand-in's reverse returns it per lane, as a
+/// fill by value's would; for a fill from a one-element buffer of a type of that shape, whose
+/// reverse returns `()`, a caller that names the result sees a mismatch, which only follows an
+/// error already reported.
 fn fill_value_type(rule: &Rule) -> Option<Type> {
     if rule.kind() != Some(Kind::Fill) {
         return None;
