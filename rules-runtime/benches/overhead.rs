@@ -15,8 +15,9 @@
 //! steady state, without and with `cuda::reserve` (`--plain-first-only`: without alone).
 //! `--profile-only` (with `--features probe`): the step profiles alone.
 
+use rules_runtime::cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result, sys};
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError};
-use rules_runtime::cudarc::driver::{result, sys};
+use rules_runtime::cudarc::nvrtc::Ptx;
 use rules_runtime::testing::kernels::empty_launch;
 use rules_runtime::{Const, CopyRule, Duplicated, FillRule, MemsetRule, On, RegionRule};
 use rules_runtime::{accumulate_and_zero, derivative_rule};
@@ -268,6 +269,40 @@ fn row(what: &str, n: &str, us: f64, bare: f64, bare_name: &str) {
     );
 }
 
+/// One of the runtime's own kernels, loaded through cudarc (`load_module`): what a user who
+/// writes the shadow work by hand launches, with cudarc's launch builder and its event tracking.
+fn cudarc_kernel(s: &Arc<CudaStream>, name: &str) -> R<CudaFunction> {
+    let module = s
+        .context()
+        .load_module(Ptx::from_src(rules_runtime::testing::kernels::PTX))?;
+    Ok(module.load_function(name)?)
+}
+
+/// `accumulate[_and_zero]_f32(acc, src, n)` launched through cudarc's builder on two buffers of
+/// `n` elements (the kernels walk any grid with a stride).
+fn cudarc_launch(
+    s: &CudaStream,
+    f: &CudaFunction,
+    acc: &mut CudaSlice<f32>,
+    src: &mut CudaSlice<f32>,
+) -> R<()> {
+    let n = acc.len().min(src.len());
+    let n64 = n as u64;
+    let mut l = s.launch_builder(f);
+    l.arg(acc).arg(src).arg(&n64);
+    let blocks = n.div_ceil(256).clamp(1, 1024) as u32;
+    // SAFETY: the kernel takes (acc, src, n) and touches elements 0..n of each, which both
+    // buffers hold; they are distinct buffers.
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    Ok(())
+}
+
 // ---- Steady state ---------------------------------------------------------------------------
 
 fn copies(s: &Arc<CudaStream>, n: usize) -> R<()> {
@@ -301,6 +336,13 @@ fn copies(s: &Arc<CudaStream>, n: usize) -> R<()> {
         let Four { dx, dy, .. } = &mut *b.borrow_mut();
         Ok(accumulate_and_zero(on, dx, dy)?)
     };
+    // The reverse's work written by hand: the same kernel on the same two shadows, launched
+    // through cudarc (which, on a second stream, orders each buffer by its events).
+    let fused = cudarc_kernel(s, "accumulate_and_zero_f32")?;
+    let mut by_hand = || {
+        let Four { dx, dy, .. } = &mut *b.borrow_mut();
+        cudarc_launch(s, &fused, dx, dy)
+    };
     let m = medians(&mut [
         &mut || once(s, &mut dtod),
         &mut || once(s, &mut fwd),
@@ -309,12 +351,27 @@ fn copies(s: &Arc<CudaStream>, n: usize) -> R<()> {
         &mut || once_reverse(s, &mut make, &mut rev),
         &mut || once(s, &mut op),
         &mut || once(s, &mut memset),
+        &mut || once(s, &mut by_hand),
     ])?;
     let n = &n.to_string();
     row("forward (2 copies)", n, m[1], 2.0 * m[0], "2× memcpy_dtod");
     row("augmented_primal", n, m[2], m[0], "memcpy_dtod");
     row("reverse (1 launch)", n, m[4], m[3], "empty launch");
+    row(
+        "reverse (1 launch)",
+        n,
+        m[4],
+        m[7],
+        "cudarc launch on the 2 shadows",
+    );
     row("`accumulate_and_zero` op", n, m[5], m[3], "empty launch");
+    row(
+        "cudarc launch on the 2 shadows",
+        n,
+        m[7],
+        m[3],
+        "empty launch",
+    );
     row("bare memset_zeros", n, m[6], m[3], "empty launch");
     profiled(s, &format!("forward, n = {n}"), &mut fwd)?;
     profiled(s, &format!("augmented_primal, n = {n}"), &mut aug)?;
@@ -391,14 +448,77 @@ fn seed(s: &Arc<CudaStream>) -> R<()> {
         )?;
         Ok(())
     };
+    // The same round trips written by hand with cudarc, as a backward pass without rules would
+    // do them: the bare copies, then each reverse's transfer, kernel and zeroing, with no check.
+    // The floor that the reverse's data movement sets, measured in the same run.
+    let (add, fused) = (
+        cudarc_kernel(s, "accumulate_f32")?,
+        cudarc_kernel(s, "accumulate_and_zero_f32")?,
+    );
+    let (mut tmp_d, mut tmp_h) = (s.alloc_zeros::<f32>(n)?, vec![0.0f32; n]);
+    let tmp = RefCell::new((&mut tmp_d, &mut tmp_h));
+    let mut hand = || -> R<()> {
+        let (d, dd, h, dh, dx) = &mut *bufs.borrow_mut();
+        let (tmp_d, tmp_h) = &mut *tmp.borrow_mut();
+        s.memcpy_htod(&x, &mut **d)?;
+        s.memcpy_dtoh(&**d, &mut h[..])?;
+        // Reverse of the download, dd += dh; dh ← 0: the pageable source is staged by the
+        // driver before `memcpy_htod` returns, so the host may zero it at once.
+        s.memcpy_htod(&dh[..], &mut **tmp_d)?;
+        cudarc_launch(s, &add, dd, tmp_d)?;
+        dh.fill(0.0);
+        // Reverse of the upload, dx += dd; dd ← 0 (a copy to pageable memory returns once done).
+        s.memcpy_dtoh(&**dd, &mut tmp_h[..])?;
+        dx.iter_mut().zip(tmp_h.iter()).for_each(|(a, b)| *a += *b);
+        s.memset_zeros(&mut **dd)?;
+        Ok(())
+    };
+    let mut hand_dev = || -> R<()> {
+        let (e, de, hd, dhd, dxd) = &mut *dev.borrow_mut();
+        s.memcpy_dtod(&xd, &mut **e)?;
+        s.memcpy_dtod(&**e, &mut **hd)?;
+        cudarc_launch(s, &fused, de, dhd)?;
+        cudarc_launch(s, &fused, dxd, de)?;
+        Ok(())
+    };
     let m = medians(&mut [
         &mut || once(s, &mut bare),
         &mut || once(s, &mut trip),
         &mut || once(s, &mut bare_dev),
         &mut || once(s, &mut trip_dev),
+        &mut || once(s, &mut hand),
+        &mut || once(s, &mut hand_dev),
     ])?;
     row("seed round trip, pageable", "3", m[1], m[0], "htod + dtoh");
     row("seed round trip, device", "3", m[3], m[2], "2× memcpy_dtod");
+    row(
+        "seed round trip, pageable",
+        "3",
+        m[1],
+        m[4],
+        "by hand with cudarc",
+    );
+    row(
+        "seed round trip, device",
+        "3",
+        m[3],
+        m[5],
+        "by hand with cudarc",
+    );
+    row(
+        "by hand with cudarc, pageable",
+        "3",
+        m[4],
+        m[0],
+        "htod + dtoh",
+    );
+    row(
+        "by hand with cudarc, device",
+        "3",
+        m[5],
+        m[2],
+        "2× memcpy_dtod",
+    );
     profiled(s, "seed round trip, pageable, n = 3", &mut trip)?;
     profiled(s, "seed round trip, device, n = 3", &mut trip_dev)?;
     Ok(())
@@ -647,6 +767,8 @@ fn first(case: &str, reserve: bool) -> R<()> {
     let mut dd = s.clone_htod(&dhx)?;
     s.synchronize()?;
     let (copy_first, rev_first, rev_steady, copy_steady);
+    // Probe builds: the steps of the first round trip (`seed3` cases), printed after the row.
+    let mut first_steps = Vec::new();
     match case {
         // The reverse of a device → pageable copy: d_d += d_h (staged in); d_h ← 0.
         "pageable-d2h" => {
@@ -708,11 +830,21 @@ fn first(case: &str, reserve: bool) -> R<()> {
                 Ok(())
             })?;
         }
-        // The seed round trip at n = 3 (pageable), whole: both augmented primals and reverses.
+        // The seed round trip at n = 3 (pageable): both augmented primals, then both reverses.
+        // `seed3` times the reverses (the first reverse against the steady ones, DESIGN §7),
+        // `seed3-trip` the whole round trip. The bare copies run first in both directions, as in
+        // any program that copies: the driver's own first pageable copies are not the rules'.
         _ => {
+            let whole = case == "seed3-trip";
             let mut y = s.alloc_zeros::<f32>(n)?;
             let mut dy = s.alloc_zeros::<f32>(n)?;
-            copy_first = timed(&mut || Ok(s.memcpy_htod(&x, &mut y)?))?;
+            let mut hy = vec![0.0f32; n];
+            let mut bare = || -> R<()> {
+                s.memcpy_htod(&x, &mut y)?;
+                s.memcpy_dtoh(&y, &mut hy)?;
+                Ok(())
+            };
+            copy_first = timed(&mut bare)?;
             let mut trip = || -> R<()> {
                 let t0 = Instant::now();
                 let t1 = upload_rule(&s).augmented_primal(
@@ -723,6 +855,10 @@ fn first(case: &str, reserve: bool) -> R<()> {
                     Duplicated::new(&mut hx[..], &mut dhx[..]),
                     Duplicated::new(&d, &mut dy),
                 )?;
+                if !whole {
+                    s.synchronize()?;
+                }
+                let t_rev = Instant::now();
                 download_rule(&s).reverse(
                     t2,
                     Duplicated::new(&mut hx[..], &mut dhx[..]),
@@ -734,15 +870,18 @@ fn first(case: &str, reserve: bool) -> R<()> {
                     Duplicated::new(&x[..], &mut dhx[..]),
                 )?;
                 s.synchronize()?;
-                LAST.with(|l| l.set(t0.elapsed().as_secs_f64() * 1e3));
+                let from = if whole { t0 } else { t_rev };
+                LAST.with(|l| l.set(from.elapsed().as_secs_f64() * 1e3));
                 Ok(())
             };
+            let _ = rules_runtime::testing::probe_take();
             trip()?;
+            first_steps = rules_runtime::testing::probe_take();
             rev_first = LAST.with(|l| l.get());
             rev_steady = median_ms(99, &mut trip)?;
             copy_steady = median_ms(99, &mut || {
                 let t = Instant::now();
-                s.memcpy_htod(&x, &mut y)?;
+                bare()?;
                 s.synchronize()?;
                 LAST.with(|l| l.set(t.elapsed().as_secs_f64() * 1e3));
                 Ok(())
@@ -754,6 +893,15 @@ fn first(case: &str, reserve: bool) -> R<()> {
         if reserve { "yes" } else { "no" },
         rev_first / rev_steady
     );
+    if !first_steps.is_empty() {
+        first_steps.sort_by_key(|e| std::cmp::Reverse(e.1));
+        let top: Vec<String> = first_steps
+            .iter()
+            .take(12)
+            .map(|(name, ns, count)| format!("{name} {:.1} µs ×{count}", *ns as f64 / 1e3))
+            .collect();
+        println!("first round trip's steps ({case}): {}", top.join("; "));
+    }
     Ok(())
 }
 
@@ -845,7 +993,7 @@ fn main() -> R<()> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let me = std::env::current_exe()?;
-    for case in ["seed3", "pageable-d2h", "pageable-h2d"] {
+    for case in ["seed3", "seed3-trip", "pageable-d2h", "pageable-h2d"] {
         // `--plain-first-only`: a runtime without `cuda::reserve` (the build before issue 22).
         let plain = args.iter().any(|a| a == "--plain-first-only");
         for reserve in [false, true].into_iter().filter(|&r| !(r && plain)) {

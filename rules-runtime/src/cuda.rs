@@ -88,13 +88,24 @@ pub struct Reserved {
 ///   large operands chunk by chunk.
 ///
 /// So at most 80 MiB of page-locked host memory, held until the context is released (see
-/// `docs/performance.md`, "the first call"). Enqueues one empty kernel on `stream`; waits for
-/// nothing. Without it, the same costs are paid by the first call that needs each (measured on
-/// the H200: a first reverse of a 256 MiB pageable shadow took 3.4–5.7× its steady state).
+/// `docs/performance.md`, "the first call"). It then rehearses a small staged reverse on
+/// `stream` with pooled buffers only (a memset, two device → host copies and two launches, on one
+/// small pooled device buffer that stays pooled), and waits for nothing. Without it, the same
+/// costs are paid by the first call that needs each (measured on the H200: a first reverse of a
+/// 256 MiB pageable shadow took 3.4–5.7× its steady state).
+///
+/// # Errors
+/// [`crate::Error::Capturing`] while `stream` is being captured into a CUDA graph (nothing is
+/// allocated or enqueued, and the capture stays intact): reserve before capturing.
 pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
     use crate::device::pipeline::{MIN_BYTES, PIPELINE_BYTES};
     use crate::device::pool::{self, Memory};
     require_driver()?;
+    // Allocating page-locked memory and rehearsing on the stream would break a capture (global
+    // mode refuses allocations) or record pooled work into the user's graph: refused first.
+    if crate::ops::capturing(stream)? {
+        return Err(crate::Error::Capturing { op: "cuda::reserve" });
+    }
     let ctx = stream.context();
     prepare(ctx)?;
     rayon::broadcast(|_| ());
@@ -105,8 +116,9 @@ pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
     } else {
         0
     };
-    // The first launch on a stream costs more than the next ones.
-    crate::device::kernels::empty_launch(stream)?;
+    // The first launch, memset and device → host copy on a stream, and a pooled buffer's first
+    // lease, cost more than the next ones: rehearsed here on pooled buffers.
+    crate::device::kernels::rehearse(stream, small.min(4096))?;
     Ok(Reserved {
         small_pinned_bytes,
         pipeline_pinned_bytes,

@@ -182,6 +182,10 @@ pub mod kernels {
     use crate::error::Result;
     use cudarc::driver::CudaStream;
 
+    /// The runtime's kernels as PTX text, for benchmarks that launch them through cudarc's own
+    /// launch builder (`CudaContext::load_module`), as a user launching a kernel of their own would.
+    pub const PTX: &str = crate::device::kernels::PTX;
+
     /// Launches a kernel that does nothing (one block of one thread): the launch-overhead ceiling.
     pub fn empty_launch(stream: &CudaStream) -> Result<()> {
         crate::device::kernels::empty_launch(stream)

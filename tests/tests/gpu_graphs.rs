@@ -308,3 +308,34 @@ fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
         assert!(s.clone_dtoh(&dy).unwrap().iter().all(|v| v.to_bits() == 0));
     }
 }
+
+/// `cuda::reserve` allocates page-locked memory and rehearses on its stream: during a capture it
+/// is refused before either, and the capture goes on to produce a working graph (issue 22).
+#[test]
+#[ignore = "needs a GPU"]
+fn reserve_during_capture_is_a_typed_error_and_the_capture_survives() {
+    let _one = serial();
+    let s = gpu();
+    let n = 1024;
+    let x = s.clone_htod(&inputs(5, n)).unwrap();
+    let mut acc = s.alloc_zeros::<f32>(n).unwrap();
+    accumulate(On::stream(&s), &mut acc, &x).unwrap(); // kernels loaded outside the capture
+    zero(On::stream(&s), &mut acc).unwrap();
+    s.synchronize().unwrap();
+    s.begin_capture(MODE).unwrap();
+    let e = rules_runtime::cuda::reserve(&s, 4 << 20).unwrap_err();
+    assert!(matches!(e, Error::Capturing { .. }), "{e}");
+    still_capturing(&s, "cuda::reserve");
+    accumulate(On::stream(&s), &mut acc, &x).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("the capture is intact");
+    graph.launch().unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(s.clone_dtoh(&acc).unwrap(), inputs(5, n));
+    // Outside the capture it works, and leaves the caller's memory alone.
+    rules_runtime::cuda::reserve(&s, 4 << 20).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(s.clone_dtoh(&acc).unwrap(), inputs(5, n));
+}

@@ -188,6 +188,34 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
     .map_err(driver("cuLaunchKernel (empty)"))
 }
 
+/// A small staged reverse, rehearsed on `stream` with pooled buffers only, for
+/// [`crate::cuda::reserve`]: a memset, a device → host copy into each of two page-locked buffers
+/// of at least `bytes`, and a launch that reads each in place, as the staged routes of a reverse
+/// through host memory do. What a first reverse pays inside the driver for these (first use of
+/// each path on the stream) and in the pool (an event per buffer, made at its first lease) is paid
+/// here instead. The caller's memory is not touched, and nothing waits: the buffers' ends of use
+/// are recorded on `stream`.
+pub(crate) fn rehearse(stream: &CudaStream, bytes: usize) -> Result<()> {
+    use pool::{Lease, Memory};
+    let n = bytes.div_ceil(size_of::<f32>()).max(1);
+    let mut dev = Lease::new(Memory::Device, n * size_of::<f32>(), stream, stream)?;
+    let mut staged = [
+        Lease::new(Memory::PinnedHost, bytes, stream, stream)?,
+        Lease::new(Memory::PinnedHost, bytes, stream, stream)?,
+    ];
+    zero(stream, &mut dev.view_mut::<f32>(n)?, false)?;
+    for p in &mut staged {
+        let (to, from) = (p.host_ptr_mut::<f32>(n)?, dev.view::<f32>(n)?);
+        // SAFETY: `to` is leased page-locked memory of at least `n` f32 (checked by
+        // `host_ptr_mut`), `from` a leased device buffer of `n` f32 (checked by `view`), both
+        // ordered on `stream`, distinct buffers.
+        unsafe { copy_dtoh(stream, to, from.addr(), n * size_of::<f32>())? };
+        drop(from);
+        accumulate(stream, &mut dev.view_mut::<f32>(n)?, &p.view::<f32>(n)?)?;
+    }
+    Ok(())
+}
+
 /// Sets `bytes` bytes at device address `ptr` to zero on `stream` (all supported element types
 /// are zero when all their bits are), with the widest memset the alignment allows.
 ///

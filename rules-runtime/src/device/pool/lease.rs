@@ -81,6 +81,22 @@ impl<'s> Lease<'s> {
         Ok(unsafe { DevMut::from_raw(b.ptr, n) })
     }
 
+    /// The host address of a page-locked buffer holding at least `n` elements of `T`, for a
+    /// device → host copy into it; an error for pooled device memory, which has no host address.
+    pub(crate) fn host_ptr_mut<T>(&mut self, n: usize) -> Result<*mut u8> {
+        let b = self.buffer();
+        fits::<T>(b, n)?;
+        if b.memory != Memory::PinnedHost {
+            return Err(crate::Error::UnsupportedKinds {
+                op: "staging",
+                dst: crate::MemoryKind::Device,
+                src: crate::MemoryKind::Device,
+                why: "a pooled device buffer has no host address",
+            });
+        }
+        Ok(b.ptr as *mut u8)
+    }
+
     fn buffer(&self) -> &Buffer {
         self.buf.as_ref().expect("present until drop")
     }
