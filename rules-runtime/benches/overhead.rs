@@ -968,7 +968,7 @@ fn main() -> R<()> {
         ),
     ] {
         let s = match s {
-            None if profile_only() || args.iter().any(|a| a == "--tracking-only") => continue,
+            None if args.iter().any(|a| a == "--tracking-only") => continue,
             None => ctx.default_stream(),
             Some(()) => ctx.new_stream()?,
         };
