@@ -104,7 +104,9 @@ pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
     // Allocating page-locked memory and rehearsing on the stream would break a capture (global
     // mode refuses allocations) or record pooled work into the user's graph: refused first.
     if crate::ops::capturing(stream)? {
-        return Err(crate::Error::Capturing { op: "cuda::reserve" });
+        return Err(crate::Error::Capturing {
+            op: "cuda::reserve",
+        });
     }
     let ctx = stream.context();
     prepare(ctx)?;

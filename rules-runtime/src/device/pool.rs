@@ -64,6 +64,8 @@ pub(crate) struct Kernels {
     pub(crate) fused: [sys::CUfunction; 4],
     /// `zero_streaming`.
     pub(crate) zero_streaming: sys::CUfunction,
+    /// `empty_kernel`: the benchmarks' launch ceiling (`testing::kernels::empty_launch`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) empty: sys::CUfunction,
     /// `region_accumulate_*` (scalar) and `region_accumulate_v_*` (16-byte vectors), indexed
     /// like [`super::kernels::REALS`].

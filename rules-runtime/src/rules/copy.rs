@@ -169,17 +169,11 @@ impl Call {
         Ok(primals)
     }
 
-    /// A hash of the primals' ranges (FNV-1a over their bytes): the tape's fingerprint of the
+    /// A hash of the primals' ranges ([`super::fingerprint`]): the tape's fingerprint of the
     /// call. Shadows are left out: seeding a cotangent into a fresh buffer between the augmented
     /// primal and the reverse is ordinary use.
     fn fingerprint(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for x in [self.dst.start, self.dst.end, self.src.start, self.src.end] {
-            for b in x.to_le_bytes() {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        h
+        super::fingerprint([self.dst.start, self.dst.end, self.src.start, self.src.end])
     }
 }
 

@@ -293,12 +293,14 @@ where
     let width = dst.width().max(src.map_or(0, Side::width));
     let dst_extent = dst.primal().array().map(|a| a.extent);
     let src_extent = src.and_then(|s| s.primal().array()).map(|a| a.extent);
-    let mut placed = vec![place(
+    // Sized once: the primals and two shadows per lane.
+    let mut placed = Vec::with_capacity(2 + 2 * width);
+    placed.push(place(
         Name::Primal("the primal `dst`"),
         dst.primal(),
         rd,
         None,
-    )?];
+    )?);
     if let Some(s) = src {
         placed.push(place(
             Name::Primal("the primal `src`"),
@@ -422,19 +424,13 @@ where
     })
 }
 
-/// FNV-1a over the primals' addresses and boxes: the tape's fingerprint of a call. Shadows are
-/// left out: seeding a cotangent into a fresh buffer before the reverse is ordinary use.
+/// The primals' addresses and boxes, hashed ([`crate::rules::fingerprint`]): the tape's
+/// fingerprint of a call. Shadows are left out: seeding a cotangent into a fresh buffer before the
+/// reverse is ordinary use.
 fn fingerprint(primals: &[Placed], value: bool) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |x: u64| {
-        for b in x.to_le_bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
-    eat(u64::from(value));
-    for p in primals {
+    let words = primals.iter().flat_map(|p| {
         let r = p.r;
-        for x in [
+        [
             p.array.map_or(0, |a| a as u64),
             p.base,
             r.offset as u64,
@@ -443,11 +439,9 @@ fn fingerprint(primals: &[Placed], value: bool) -> u64 {
             r.depth as u64,
             r.pitch as u64,
             r.slice_height as u64,
-        ] {
-            eat(x);
-        }
-    }
-    h
+        ]
+    });
+    crate::rules::fingerprint(core::iter::once(u64::from(value)).chain(words))
 }
 
 #[cfg(test)]
