@@ -99,7 +99,17 @@ impl Pitched {
             what: what.to_string(),
             why,
         };
-        if self.elements() == 0 {
+        // An empty box reads and writes nothing, but a primitive may still step its pointers to
+        // the box's offset and to each row's start: they must lie in the buffer (at most one past
+        // its end), as a copy of no elements must start in its buffer. A box with no row is its
+        // offset; one of width 0 has its rows checked below like any box's.
+        if self.height == 0 || self.depth == 0 {
+            if self.offset > len {
+                return Err(bad(format!(
+                    "the box starts at element {} but the buffer holds {len}",
+                    self.offset
+                )));
+            }
             return Ok(Strides {
                 offset: self.offset,
                 row: 0,
@@ -152,7 +162,8 @@ impl Pitched {
                 offset: self.offset,
                 row,
                 slice,
-                end,
+                // A width-0 box ends where it starts (nothing of it is touched).
+                end: if self.width == 0 { self.offset } else { end },
             }),
             (_, end) => Err(bad(format!(
                 "the box reaches element {} but the buffer holds {len}",
@@ -280,9 +291,24 @@ mod tests {
         let s = Pitched::linear::<f64>(2, 5).check::<f64>("x", 7).unwrap();
         assert_eq!((s.offset, s.end), (2, 7));
         assert!(Pitched::linear::<f64>(3, 5).check::<f64>("x", 7).is_err());
-        // An empty box fits anywhere and covers nothing.
-        let s = Pitched::rows(50, 0, 3, 16).check::<f32>("x", 4).unwrap();
+        // An empty box covers nothing, but its offset and row starts lie in the buffer (at most
+        // one past its end), where a primitive may step its pointers (review of issue 25: a
+        // width-0 box at element 50 of 4 reached a primitive's pointer arithmetic).
+        let s = Pitched::rows(4, 0, 1, 16).check::<f32>("x", 4).unwrap();
         assert_eq!(s.end, s.offset);
+        let s = Pitched::rows(0, 0, 2, 16).check::<f32>("x", 4).unwrap();
+        assert_eq!((s.offset, s.end), (0, 0));
+        for (offset, height) in [(50, 3), (5, 0), (0, 3)] {
+            let e = Pitched::rows(offset, 0, height, 16).check::<f32>("x", 4);
+            assert!(
+                matches!(e, Err(Error::BadRegion { .. })),
+                "{offset}, {height}: {e:?}"
+            );
+        }
+        let e = Pitched::slices(2, 2, 2, 0, 8, 2)
+            .check::<f32>("x", 1)
+            .unwrap_err();
+        assert!(e.to_string().contains("starts at element 2"), "{e}");
     }
 
     #[test]

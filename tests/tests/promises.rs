@@ -493,7 +493,9 @@ fn fill_rows_restore(
 
 /// Typed results, no panic or abort (item 13, review): an empty box of absurd width or height
 /// through a rule with `restore` (the saved box was sized, and its rows reserved, before the
-/// box was known to be empty), and through `save_region` directly.
+/// box was known to be empty), and through `save_region` directly. A box with no row is
+/// accepted; a width-0 box whose row starts step past the buffer is a `BadRegion` (a primitive
+/// may step its pointers to each row: review of issue 25), with nothing written.
 #[test]
 fn empty_boxes_of_absurd_extent_are_not_a_panic() {
     use rules_runtime::{Active, FillRule, save_region};
@@ -504,12 +506,22 @@ fn empty_boxes_of_absurd_extent_are_not_a_panic() {
                 .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.0))
                 .map(drop)
         });
-        r.unwrap();
+        match h {
+            0 => r.unwrap(),
+            _ => assert!(
+                matches!(r, Err(Error::BadRegion { .. })),
+                "{w} × {h}: {r:?}"
+            ),
+        }
         assert_eq!(y, [1.0; 4], "an empty box fills nothing");
     }
     let a = [1.0f32; 4];
-    no_panic("save_region", || {
+    let r = no_panic("save_region", || {
         save_region(On::Host, &a[..], Pitched::rows(0, 0, usize::MAX, 4)).map(drop)
+    });
+    assert!(matches!(r, Err(Error::BadRegion { .. })), "{r:?}");
+    no_panic("save_region", || {
+        save_region(On::Host, &a[..], Pitched::rows(4, 3, 0, 4)).map(drop)
     })
     .unwrap();
 }
