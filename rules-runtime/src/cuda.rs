@@ -82,7 +82,7 @@ pub struct Reserved {
 /// `bytes` is the largest shadow, in bytes, that a rule will stage through host memory (a reverse
 /// between pageable host memory and device memory, a region rule on host memory). What is
 /// pooled, allocated only if the pool does not hold it already:
-/// - two page-locked buffers of `min(bytes, 8 MiB)` (rounded up to a power of two), for the
+/// - two page-locked buffers of `bytes` clamped to 16 B – 8 MiB (rounded up to a power of two), for the
 ///   staging of small operands;
 /// - from `bytes` ≥ 8 MiB, one page-locked buffer of 64 MiB, the slots of the pipelines that move
 ///   large operands chunk by chunk.
@@ -111,7 +111,8 @@ pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
     let ctx = stream.context();
     prepare(ctx)?;
     rayon::broadcast(|_| ());
-    let small = bytes.clamp(1, MIN_BYTES);
+    // At least one element of the widest type (complex f64), which the rehearsal below stages.
+    let small = bytes.clamp(16, MIN_BYTES);
     let small_pinned_bytes = pool::reserve(ctx, Memory::PinnedHost, small, 2)?;
     let pipeline_pinned_bytes = if bytes >= MIN_BYTES {
         pool::reserve(ctx, Memory::PinnedHost, PIPELINE_BYTES, 1)?

@@ -198,7 +198,8 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 pub(crate) fn rehearse(stream: &CudaStream, bytes: usize) -> Result<()> {
     use pool::{Lease, Memory};
     let n = bytes.div_ceil(size_of::<f32>()).max(1);
-    let mut dev = Lease::new(Memory::Device, n * size_of::<f32>(), stream, stream)?;
+    let bytes = n * size_of::<f32>();
+    let mut dev = Lease::new(Memory::Device, bytes, stream, stream)?;
     let mut staged = [
         Lease::new(Memory::PinnedHost, bytes, stream, stream)?,
         Lease::new(Memory::PinnedHost, bytes, stream, stream)?,
