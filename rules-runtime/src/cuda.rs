@@ -82,8 +82,8 @@ pub struct Reserved {
 /// `bytes` is the largest shadow, in bytes, that a rule will stage through host memory (a reverse
 /// between pageable host memory and device memory, a region rule on host memory). What is
 /// pooled, allocated only if the pool does not hold it already:
-/// - two page-locked buffers of `bytes` clamped to 16 B – 8 MiB (rounded up to a power of two), for the
-///   staging of small operands;
+/// - two page-locked buffers of `bytes` clamped to 16 B – 8 MiB (rounded up to a power of two),
+///   for the staging of small operands;
 /// - from `bytes` ≥ 8 MiB, one page-locked buffer of 64 MiB, the slots of the pipelines that move
 ///   large operands chunk by chunk.
 ///
