@@ -132,6 +132,119 @@ unsafe fn from_unified(
     stream.synchronize()
 }
 
+/// A pitched 2D copy between pageable host rows (`width` elements of each of `height` rows,
+/// rows `dp` / `sp` bytes apart): the GPU-free stand-in of the 2D round trip.
+#[derivative_rule(copy2d, dst = host, src = host, autodiff)]
+unsafe fn host_copy2d(
+    #[dst] dst: *mut f32,
+    #[dst_pitch] dp: usize,
+    #[src] src: *const f32,
+    #[src_pitch] sp: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+) {
+    for r in 0..h {
+        // SAFETY: the rule's contract (each row of the boxes lies in its buffer).
+        unsafe { core::ptr::copy_nonoverlapping(src.add(r * sp / 4), dst.add(r * dp / 4), w) }
+    }
+}
+
+/// A memset of `n` elements from `at` to the bit pattern `bits`, on pageable host memory.
+#[derivative_rule(memset, dst = host, autodiff)]
+unsafe fn host_set(#[dst] dst: *mut f32, #[dst_offset] at: usize, #[len] n: usize, bits: u32) {
+    for i in 0..n {
+        // SAFETY: the rule's contract.
+        unsafe { dst.add(at + i).write(f32::from_bits(bits)) }
+    }
+}
+
+/// One `cuMemcpy2DAsync` of a `w` × `h` box of f32 (pitches in bytes).
+///
+/// # Safety
+/// The pointers are of the named memory types and hold their boxes.
+unsafe fn memcpy2d(
+    stream: &CudaStream,
+    (dst, dst_type, dp): (*mut f32, sys::CUmemorytype, usize),
+    (src, src_type, sp): (*const f32, sys::CUmemorytype, usize),
+    (w, h): (usize, usize),
+) -> Result<(), DriverError> {
+    let host = |t| t == sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+    let c = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: src_type,
+        srcHost: if host(src_type) {
+            src.cast()
+        } else {
+            core::ptr::null()
+        },
+        srcDevice: if host(src_type) { 0 } else { src as u64 },
+        srcArray: core::ptr::null_mut(),
+        srcPitch: sp,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dst_type,
+        dstHost: if host(dst_type) {
+            dst.cast()
+        } else {
+            core::ptr::null_mut()
+        },
+        dstDevice: if host(dst_type) { 0 } else { dst as u64 },
+        dstArray: core::ptr::null_mut(),
+        dstPitch: dp,
+        WidthInBytes: w * 4,
+        Height: h,
+    };
+    // SAFETY: this function's contract.
+    unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) }.result()
+}
+
+/// Host rows -> device rows (pageable source).
+#[derivative_rule(copy2d, dst = device, src = host, autodiff)]
+unsafe fn upload2d(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[dst_pitch] dp: usize,
+    #[src] src: *const f32,
+    #[src_pitch] sp: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+) -> Result<(), DriverError> {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE as D, CU_MEMORYTYPE_HOST as H};
+    // SAFETY: the rule's contract.
+    unsafe { memcpy2d(stream, (dst, D, dp), (src, H, sp), (w, h)) }
+}
+
+/// Device rows -> host rows (pageable destination); waits.
+#[derivative_rule(copy2d, dst = host, src = device, autodiff)]
+unsafe fn download2d(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[dst_pitch] dp: usize,
+    #[src] src: *const f32,
+    #[src_pitch] sp: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+) -> Result<(), DriverError> {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE as D, CU_MEMORYTYPE_HOST as H};
+    // SAFETY: the rule's contract.
+    unsafe { memcpy2d(stream, (dst, H, dp), (src, D, sp), (w, h))? };
+    stream.synchronize()
+}
+
+/// `cuMemsetD32Async` of `n` elements of device memory from `at`.
+#[derivative_rule(memset, dst = device, autodiff)]
+unsafe fn set_device(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[dst_offset] at: usize,
+    #[len] n: usize,
+    bits: u32,
+) -> Result<(), DriverError> {
+    // SAFETY: the rule's contract.
+    unsafe { sys::cuMemsetD32Async(dst.add(at) as u64, bits, n, stream.cu_stream()).result() }
+}
+
 // ---- The differentiated functions ------------------------------------------------------------
 
 /// The seed on host memory: to_host(to_device(x)) as two host copies.
@@ -223,6 +336,62 @@ fn f_unified(x: &[f32; 3], u: &AdBuf<f32>) -> f32 {
     h.iter().map(|v| v * v).sum()
 }
 
+/// The 2D box of `x` and `h`: 3 rows of 3 elements, rows 16 bytes (4 elements) apart; the
+/// fourth element of each row is padding, which no copy may touch.
+const PITCH_X: usize = 16;
+const W: usize = 3;
+const H: usize = 3;
+
+/// The sum of squares of the box of a 3 × 4 pitched buffer (its padding left out).
+fn box_sum_sq(h: &[f32; 12]) -> f32 {
+    let mut y = 0.0;
+    for r in 0..H {
+        for c in 0..W {
+            let v = h[r * (PITCH_X / 4) + c];
+            y += v * v;
+        }
+    }
+    y
+}
+
+/// The pitched round trip on host memory: x's box -> rows 20 bytes apart -> h's box.
+#[autodiff_reverse(df_host2d, Duplicated, Active)]
+fn f_host2d(x: &[f32; 12]) -> f32 {
+    let mut m = [1.0f32; 15];
+    let mut h = [1.0f32; 12];
+    host_copy2d_ad(&mut m, 20, x, PITCH_X, W, H);
+    host_copy2d_ad(&mut h, PITCH_X, &m, 20, W, H);
+    box_sum_sq(&h)
+}
+
+/// A memset inside: h = copy(x), then h[0] <- 0: f = x1² + x2², dx = [0, 2 x1, 2 x2].
+#[autodiff_reverse(df_host_set, Duplicated, Active)]
+fn f_host_set(x: &[f32; 3]) -> f32 {
+    let mut h = [1.0f32; 3];
+    host_copy_ad(&mut h, x, 3);
+    host_set_ad(&mut h, 0, 1, 0);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// The pitched round trip through the device: x's box -> device rows 32 bytes apart -> h's box.
+#[autodiff_reverse(df_dev2d, Duplicated, Duplicated, Active)]
+fn f_dev2d(x: &[f32; 12], dev: &AdBuf<f32>) -> f32 {
+    let mut h = [1.0f32; 12];
+    upload2d_ad(dev, 32, x, PITCH_X, W, H);
+    download2d_ad(&mut h, PITCH_X, dev, 32, W, H);
+    box_sum_sq(&h)
+}
+
+/// The seed with a device memset between the copies: dx = [0, 4, 6].
+#[autodiff_reverse(df_dev_set, Duplicated, Duplicated, Active)]
+fn f_dev_set(x: &[f32; 3], dev: &AdBuf<f32>) -> f32 {
+    let mut h = [1.0f32; 3];
+    upload_ad(dev, x, 3);
+    set_device_ad(dev, 0, 1, 0);
+    download_ad(&mut h, dev, 3);
+    h.iter().map(|v| v * v).sum()
+}
+
 // ---- Driver ----------------------------------------------------------------------------------
 
 const X: [f32; 3] = [1.0, 2.0, 3.0];
@@ -280,6 +449,34 @@ fn report_fwd(name: &str, sweep: impl Fn(&[f32; 3]) -> (f32, f32), copies: usize
     ok
 }
 
+/// The 2D input: a 3 × 3 box in rows of 4 elements, its padding 100 (f would see it if a copy
+/// read padding), and the gradient: 2x in the box, 0 in the padding.
+const X2: [f32; 12] = [1., 2., 3., 100., 4., 5., 6., 100., 7., 8., 9., 100.];
+const WANT2: [f32; 12] = [2., 4., 6., 0., 8., 10., 12., 0., 14., 16., 18., 0.];
+/// f(X2) = 1² + ... + 9².
+const F2: f32 = 285.0;
+
+/// A 2D (or memset) case: `f`, `dx` against their wants, the calls, no error.
+fn report_any(
+    name: &str,
+    (y, want_y): (f32, f32),
+    dx: &[f32],
+    want: &[f32],
+    c: Calls,
+    copies: usize,
+    extra: &str,
+) -> bool {
+    let err = take_error();
+    let ok = y == want_y && dx == want && c == reverse_calls(copies) && err.is_none();
+    println!(
+        "{name}: f = {y} (want {want_y}), dx = {dx:?} (want {want:?}), augmented primals = {}, reverses = {} (want {copies} each){extra}, error = {err:?} -> {}",
+        c.augmented_primal,
+        c.reverse,
+        if ok { "OK" } else { "WRONG" }
+    );
+    ok
+}
+
 fn run_host() -> bool {
     let c0 = calls();
     let mut dx = [0.0f32; 3];
@@ -324,6 +521,34 @@ fn run_host() -> bool {
         if okp { "OK" } else { "WRONG" }
     );
     ok &= okp;
+
+    // The pitched 2D round trip on host memory.
+    let c0 = calls();
+    let mut dx2 = [0.0f32; 12];
+    let y = df_host2d(&X2, &mut dx2, 1.0);
+    ok &= report_any(
+        "host2d (pageable rows -> pageable rows -> pageable rows, pitches 16/20/16 B, 3x3 box)",
+        (y, F2),
+        &dx2,
+        &WANT2,
+        since(c0),
+        2,
+        "",
+    );
+
+    // A memset between: its reverse zeroes the cotangent of what it overwrote.
+    let c0 = calls();
+    let mut dx = [0.0f32; 3];
+    let y = df_host_set(&X, &mut dx, 1.0);
+    ok &= report_any(
+        "host memset (copy, then h[0] <- 0)",
+        (y, 13.0),
+        &dx,
+        &[0.0, 4.0, 6.0],
+        since(c0),
+        2,
+        "",
+    );
 
     // The misuse: refused in the augmented primal, no tape for the reverse; dx stays zero.
     let c0 = calls();
@@ -467,6 +692,70 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
             2,
             &extra,
         ) && ushad == [0.0; 3];
+    }
+    // The pitched 2D round trip through device memory: device rows 32 bytes (8 elements)
+    // apart, the device primal's padding -1 and its shadow's padding 5 (neither may change).
+    {
+        let dev0: Vec<f32> = (0..24)
+            .map(|i| if i % 8 < W { 0.0 } else { -1.0 })
+            .collect();
+        let sh0: Vec<f32> = (0..24).map(|i| if i % 8 < W { 0.0 } else { 5.0 }).collect();
+        let (mut a, mut da) = (s.clone_htod(&dev0)?, s.clone_htod(&sh0)?);
+        let c0 = calls();
+        let mut dx2 = [0.0f32; 12];
+        let y = {
+            let mut pair = AdPair::new(&mut a, &mut da, &s)?;
+            let (dev, ddev) = pair.split();
+            df_dev2d(&X2, &mut dx2, dev, ddev, 1.0)
+        };
+        s.synchronize()?;
+        let c = since(c0);
+        let (prim, shad) = (s.clone_dtoh(&a)?, s.clone_dtoh(&da)?);
+        let want_prim: Vec<f32> = (0..24)
+            .map(|i| {
+                if i % 8 < W {
+                    X2[(i / 8) * 4 + i % 8]
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        let extra = format!(", device rows after = {prim:?}, device shadow after = {shad:?}");
+        ok &= report_any(
+            "dev2d  (pageable rows -> device rows -> pageable rows, pitches 16/32/16 B, 3x3 box)",
+            (y, F2),
+            &dx2,
+            &WANT2,
+            c,
+            2,
+            &extra,
+        ) && prim == want_prim
+            && shad == sh0;
+    }
+    // A device memset between the seed's copies.
+    {
+        let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
+        let c0 = calls();
+        let mut dx = [0.0f32; 3];
+        let y = {
+            let mut pair = AdPair::new(&mut a, &mut da, &s)?;
+            let (dev, ddev) = pair.split();
+            df_dev_set(&X, &mut dx, dev, ddev, 1.0)
+        };
+        s.synchronize()?;
+        let c = since(c0);
+        let (prim, shad) = (s.clone_dtoh(&a)?, s.clone_dtoh(&da)?);
+        let extra = format!(", device primal = {prim:?}, device shadow after = {shad:?}");
+        ok &= report_any(
+            "dev memset (pageable -> device, dev[0] <- 0 -> pageable)",
+            (y, 13.0),
+            &dx,
+            &[0.0, 4.0, 6.0],
+            c,
+            3,
+            &extra,
+        ) && prim == [0.0, 2.0, 3.0]
+            && shad == [0.0; 3];
     }
     // A handle of the wrong kind: a device buffer where the rule declares unified memory.
     {

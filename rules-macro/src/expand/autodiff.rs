@@ -46,27 +46,37 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
     let at = &arg.tokens;
     let errors = cx.has_errors();
     let extent = plan.extent();
-    if plan.kind != Kind::Copy || plan.is_region() {
+    let refused = match plan.kind {
+        _ if plan.region.has_array() => Some(
+            "a copy to or from a CUDA array has none: an array is an opaque driver handle, not memory Enzyme can pass a pointer and a shadow of".to_string(),
+        ),
+        Kind::Copy | Kind::Copy2d | Kind::Copy3d | Kind::Memset => None,
+        Kind::Fill => Some(
+            "a `fill` rule has none yet: its value is an active float argument, whose derivative Enzyme's custom reverse would have to return (not a shadow slot), which the bridges do not do".to_string(),
+        ),
+        k => Some(format!(
+            "{} has none: it is ordered by a communicator, not a stream a handle carries",
+            k.noun()
+        )),
+    };
+    if let Some(why) = refused {
         cx.error_spanned_by(
             at,
-            format!(
-                "`{AUTODIFF}` bridges pointer `copy` rules only; {} has none yet (its reverse would need a tape type and shadow slots of its own): remove `{AUTODIFF}`",
-                if plan.kind == Kind::Copy { "a copy with `restore` or a CUDA array".to_string() } else { plan.kind.noun() }
-            ),
+            format!("`{AUTODIFF}` bridges pointer `copy`, `copy2d`, `copy3d` and `memset` rules; {why}: remove `{AUTODIFF}`"),
         );
         return None;
     }
     let Some(extent) = extent else {
         cx.error_spanned_by(
             at,
-            format!("`{AUTODIFF}` needs a pointer rule (`#[dst] dst: *mut T`, `#[src] src: *const T`, `#[len] n: usize`, with `dst = ..` and `src = ..` in the attribute): Enzyme passes raw pointers and their shadows, not references"),
+            format!("`{AUTODIFF}` needs a pointer rule (`#[dst] dst: *mut T`, `#[src] src: *const T`, with `dst = ..` and `src = ..` in the attribute): Enzyme passes raw pointers and their shadows, not references"),
         );
         return None;
     };
     if rule.args.in_impl {
         cx.error_spanned_by(at, format!("`{AUTODIFF}` is not available with `in_impl`: the bridges are free functions; annotate a free function"));
     }
-    if extent.len.is_none() {
+    if plan.kind == Kind::Copy && !plan.is_region() && extent.len.is_none() {
         cx.error_spanned_by(
             at,
             format!("`{AUTODIFF}` needs the copy's length as a `#[len]` parameter"),
@@ -143,10 +153,13 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
                 format!("`{AUTODIFF}` takes the stream as `&CudaStream` or `&Arc<CudaStream>`"),
             );
         }
-        if extent.dst_kind == MemKind::Host && extent.src_kind == MemKind::Host {
+        let no_src = plan.src.is_none();
+        if extent.dst_kind == MemKind::Host && (no_src || extent.src_kind == MemKind::Host) {
             cx.error_spanned_by(
                 at,
-                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: both sides are pageable host memory, passed as slices; drop the stream, or declare a side `pinned`, `device` or `unified`"),
+                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: {} pageable host memory, passed as slices; drop the stream, or declare {} `pinned`, `device` or `unified`",
+                    if no_src { "its buffer is" } else { "both sides are" },
+                    if no_src { "it" } else { "a side" }),
             );
         }
     }
@@ -351,22 +364,19 @@ impl Bridges<'_> {
                 }
             }
         }
-        let arg_of = |i: Option<usize>| match i {
-            Some(i) => {
-                let a = format_ident!("__a_{}", rule.params[i].name);
-                quote!(#a)
-            }
-            None => quote!(0usize),
+        // The runtime's wrapper for the rule object's kind: how far each side reaches comes
+        // from the rule's own plan (offset + n, or its boxes).
+        let wrap = match plan.kind {
+            Kind::Memset => quote!(#ad::Memset),
+            _ if plan.is_region() => quote!(#ad::Region),
+            _ => quote!(#ad::Linear),
         };
-        let (doff, soff, len) = (
-            arg_of(extent.dst_offset),
-            arg_of(extent.src_offset),
-            arg_of(extent.len),
-        );
-        let extent_expr = quote!([#doff, #soff, #len]);
+        if plan.src.is_none() {
+            sides[1] = quote!(#ad::Side::Absent);
+            sides_primal[1] = quote!(#ad::Side::Absent);
+        }
         let label = name.to_string();
-        let make =
-            quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#ctor(#(#ctor_args),*)));
+        let make = quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#wrap(#ctor(#(#ctor_args),*))));
         let [dst_side, src_side] = &sides;
         let [dst_p, src_p] = &sides_primal;
         let prim_params = cparams.iter().map(|c| {
@@ -401,7 +411,7 @@ impl Bridges<'_> {
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { #ad::copy_primal(#label, #make, #dst_p, #src_p, #extent_expr) }
+                unsafe { #ad::bridge_primal(#label, #make, #dst_p, #src_p) }
             }
 
             #[doc(hidden)]
@@ -409,7 +419,7 @@ impl Bridges<'_> {
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { #ad::copy_aug(#label, #make, #dst_side, #src_side, #extent_expr) }
+                unsafe { #ad::bridge_aug(#label, #make, #dst_side, #src_side) }
             }
 
             #[doc(hidden)]
@@ -417,7 +427,7 @@ impl Bridges<'_> {
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) {
                 // SAFETY: as the augmented primal's; the tape is the one it returned.
-                unsafe { #ad::copy_rev(#label, #make, #dst_side, #src_side, #extent_expr, __tape) }
+                unsafe { #ad::bridge_rev(#label, #make, #dst_side, #src_side, __tape) }
             }
 
             #[doc(hidden)]
@@ -425,7 +435,7 @@ impl Bridges<'_> {
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #fwd(#(#pair_params),*) {
                 // SAFETY: as the augmented primal's.
-                unsafe { #ad::copy_fwd(#label, #make, #dst_side, #src_side, #extent_expr) }
+                unsafe { #ad::bridge_fwd(#label, #make, #dst_side, #src_side) }
             }
 
             #[doc(hidden)]
