@@ -245,6 +245,35 @@ unsafe fn set_device(
     unsafe { sys::cuMemsetD32Async(dst.add(at) as u64, bits, n, stream.cu_stream()).result() }
 }
 
+/// A fill of `n` elements from `at` with the value `v`, on pageable host memory.
+#[derivative_rule(fill, dst = host, autodiff)]
+unsafe fn host_fill(
+    #[dst] dst: *mut f32,
+    #[dst_offset] at: usize,
+    #[len] n: usize,
+    #[value] v: f32,
+) {
+    for i in 0..n {
+        // SAFETY: the rule's contract.
+        unsafe { dst.add(at + i).write(v) }
+    }
+}
+
+/// `cuMemsetD32Async` of `n` elements of device memory from `at` to the value `v`.
+#[derivative_rule(fill, dst = device, autodiff)]
+unsafe fn fill_device(
+    stream: &CudaStream,
+    #[dst] dst: *mut f32,
+    #[dst_offset] at: usize,
+    #[len] n: usize,
+    #[value] v: f32,
+) -> Result<(), DriverError> {
+    // SAFETY: the rule's contract.
+    unsafe {
+        sys::cuMemsetD32Async(dst.add(at) as u64, v.to_bits(), n, stream.cu_stream()).result()
+    }
+}
+
 // ---- The differentiated functions ------------------------------------------------------------
 
 /// The seed on host memory: to_host(to_device(x)) as two host copies.
@@ -388,6 +417,35 @@ fn f_dev_set(x: &[f32; 3], dev: &AdBuf<f32>) -> f32 {
     let mut h = [1.0f32; 3];
     upload_ad(dev, x, 3);
     set_device_ad(dev, 0, 1, 0);
+    download_ad(&mut h, dev, 3);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// A fill inside: h = copy(x), then h[1..3] <- a: f = x0² + 2a², dx = [2 x0, 0, 0], da = 4a.
+/// `a` is an active float: Enzyme takes its derivative from the fill's reverse.
+#[autodiff_reverse(df_host_fill, Duplicated, Active, Active)]
+fn f_host_fill(x: &[f32; 3], a: f32) -> f32 {
+    let mut h = [1.0f32; 3];
+    host_copy_ad(&mut h, x, 3);
+    host_fill_ad(&mut h, 1, 2, a);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// The same in forward mode: the value's tangent reaches the filled elements.
+#[autodiff_forward(df_host_fill_fwd, Dual, Dual, Dual)]
+fn f_host_fill_fwd(x: &[f32; 3], a: f32) -> f32 {
+    let mut h = [1.0f32; 3];
+    host_copy_ad(&mut h, x, 3);
+    host_fill_ad(&mut h, 1, 2, a);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// The fill on the device, between the seed's copies.
+#[autodiff_reverse(df_dev_fill, Duplicated, Duplicated, Active, Active)]
+fn f_dev_fill(x: &[f32; 3], dev: &AdBuf<f32>, a: f32) -> f32 {
+    let mut h = [1.0f32; 3];
+    upload_ad(dev, x, 3);
+    fill_device_ad(dev, 1, 2, a);
     download_ad(&mut h, dev, 3);
     h.iter().map(|v| v * v).sum()
 }
@@ -549,6 +607,50 @@ fn run_host() -> bool {
         2,
         "",
     );
+
+    // A fill with an active value: Enzyme gets d_a from the fill's reverse (d_v = sum of the
+    // filled cotangents), and dx only where the fill did not overwrite.
+    let c0 = calls();
+    let mut dx = [0.0f32; 3];
+    let (y, da) = df_host_fill(&X, &mut dx, 5.0, 1.0);
+    let c = since(c0);
+    ok &= report_any(
+        "host fill (copy, then h[1..3] <- a = 5), reverse",
+        (y, 51.0),
+        &[dx[0], dx[1], dx[2], da],
+        &[2.0, 0.0, 0.0, 20.0],
+        c,
+        2,
+        " (dx then da)",
+    );
+    // Forward mode: tangents (e1, 0), (e2, 0), (e3, 0), (0, 1) give the same gradient.
+    let c0 = calls();
+    let mut grad = [0.0f32; 4];
+    let mut y = 0.0;
+    for (i, g) in grad.iter_mut().enumerate() {
+        let mut e = [0.0f32; 3];
+        let mut ea = 0.0;
+        match i {
+            3 => ea = 1.0,
+            i => e[i] = 1.0,
+        }
+        (y, *g) = df_host_fill_fwd(&X, &e, 5.0, ea);
+    }
+    let c = since(c0);
+    let err = take_error();
+    let okf = y == 51.0
+        && grad == [2.0, 0.0, 0.0, 20.0]
+        && c == Calls {
+            forward: 8,
+            ..Calls::default()
+        }
+        && err.is_none();
+    println!(
+        "host fill forward mode: f = {y}, (df.e1, df.e2, df.e3, df.ea) = {grad:?} (want [2.0, 0.0, 0.0, 20.0]), forward rules = {} (want 8), error = {err:?} -> {}",
+        c.forward,
+        if okf { "OK" } else { "WRONG" }
+    );
+    ok &= okf;
 
     // The misuse: refused in the augmented primal, no tape for the reverse; dx stays zero.
     let c0 = calls();
@@ -755,6 +857,31 @@ fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
             3,
             &extra,
         ) && prim == [0.0, 2.0, 3.0]
+            && shad == [0.0; 3];
+    }
+    // A device fill with an active value between the seed's copies.
+    {
+        let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
+        let c0 = calls();
+        let mut dx = [0.0f32; 3];
+        let (y, dv) = {
+            let mut pair = AdPair::new(&mut a, &mut da, &s)?;
+            let (dev, ddev) = pair.split();
+            df_dev_fill(&X, &mut dx, dev, ddev, 5.0, 1.0)
+        };
+        s.synchronize()?;
+        let c = since(c0);
+        let (prim, shad) = (s.clone_dtoh(&a)?, s.clone_dtoh(&da)?);
+        let extra = format!(", device primal = {prim:?}, device shadow after = {shad:?}");
+        ok &= report_any(
+            "dev fill (pageable -> device, dev[1..3] <- a = 5 -> pageable), reverse",
+            (y, 51.0),
+            &[dx[0], dx[1], dx[2], dv],
+            &[2.0, 0.0, 0.0, 20.0],
+            c,
+            3,
+            &extra,
+        ) && prim == [1.0, 5.0, 5.0]
             && shad == [0.0; 3];
     }
     // A handle of the wrong kind: a device buffer where the rule declares unified memory.

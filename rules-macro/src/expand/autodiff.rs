@@ -51,9 +51,10 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
             "a copy to or from a CUDA array has none: an array is an opaque driver handle, not memory Enzyme can pass a pointer and a shadow of".to_string(),
         ),
         Kind::Copy | Kind::Copy2d | Kind::Copy3d | Kind::Memset => None,
-        Kind::Fill => Some(
-            "a `fill` rule has none yet: its value is an active float argument, whose derivative Enzyme's custom reverse would have to return (not a shadow slot), which the bridges do not do".to_string(),
+        Kind::Fill if plan.value.is_none() => Some(
+            "a `fill` from a value in a buffer has none: Enzyme would pass the value's buffer, which no bridge takes; take the value by value (`#[value] v: f32`)".to_string(),
         ),
+        Kind::Fill => None,
         k => Some(format!(
             "{} has none: it is ordered by a communicator, not a stream a handle carries",
             k.noun()
@@ -62,7 +63,7 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
     if let Some(why) = refused {
         cx.error_spanned_by(
             at,
-            format!("`{AUTODIFF}` bridges pointer `copy`, `copy2d`, `copy3d` and `memset` rules; {why}: remove `{AUTODIFF}`"),
+            format!("`{AUTODIFF}` bridges pointer `copy`, `copy2d`, `copy3d`, `memset` and `fill` rules; {why}: remove `{AUTODIFF}`"),
         );
         return None;
     }
@@ -163,8 +164,9 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
             );
         }
     }
+    let value = plan.value.as_ref().map(|b| b.param);
     for (i, p) in rule.params.iter().enumerate() {
-        if Some(i) == dst || Some(i) == src || Some(i) == stream {
+        if Some(i) == dst || Some(i) == src || Some(i) == stream || Some(i) == value {
             continue;
         }
         if !p.cfg.is_empty() {
@@ -233,6 +235,9 @@ struct CParam {
     name: Ident,
     shadow: Ident,
     ty: TokenStream,
+    /// A fill's value: a float, which has no shadow slot in reverse mode (Enzyme returns its
+    /// derivative from the reverse) and its tangent's in forward mode.
+    value: bool,
 }
 
 impl Bridges<'_> {
@@ -278,6 +283,7 @@ impl Bridges<'_> {
             Order::Stream(s) => s,
             Order::Comm { .. } => None,
         };
+        let value_i = plan.value.as_ref().map(|b| b.param);
 
         let mut cparams: Vec<CParam> = Vec::new(); // the C signature, in the rule's order
         let mut safe_params = Vec::new(); // the safe function's parameters
@@ -298,6 +304,19 @@ impl Bridges<'_> {
                 });
                 continue;
             }
+            if Some(i) == value_i {
+                // A fill's value: the element type, by value (not an argument of the
+                // constructor: the rule's methods take it).
+                cparams.push(CParam {
+                    name: a,
+                    shadow: d,
+                    ty: quote!(#elem),
+                    value: true,
+                });
+                safe_params.push(quote!(#n: #elem));
+                call_args.push(quote!(#n));
+                continue;
+            }
             let side = if Some(i) == dst_i {
                 Some((0, extent.dst_kind))
             } else if Some(i) == src_i {
@@ -312,11 +331,13 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d.clone(),
                         ty: quote!(*mut #elem),
+                        value: false,
                     });
                     cparams.push(CParam {
                         name: al.clone(),
                         shadow: dl,
                         ty: quote!(usize),
+                        value: false,
                     });
                     if k == 0 {
                         safe_params.push(quote!(#n: &mut [#elem]));
@@ -335,6 +356,7 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d.clone(),
                         ty: quote!(*const #adbuf<#elem>),
+                        value: false,
                     });
                     safe_params.push(quote!(#n: &#adbuf<#elem>));
                     call_args.push(quote!(#n));
@@ -347,6 +369,7 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d,
                         ty,
+                        value: false,
                     });
                     match &prm.ty {
                         Type::Reference(r) => {
@@ -368,6 +391,7 @@ impl Bridges<'_> {
         // from the rule's own plan (offset + n, or its boxes).
         let wrap = match plan.kind {
             Kind::Memset => quote!(#ad::Memset),
+            Kind::Fill => quote!(#ad::Fill),
             _ if plan.is_region() => quote!(#ad::Region),
             _ => quote!(#ad::Linear),
         };
@@ -383,13 +407,43 @@ impl Bridges<'_> {
             let (n, t) = (&c.name, &c.ty);
             quote!(#n: #t)
         });
+        // Reverse mode: a fill's value has no shadow slot; forward mode: every argument has one.
         let pair_params: Vec<TokenStream> = cparams
             .iter()
             .map(|c| {
                 let (n, s, t) = (&c.name, &c.shadow, &c.ty);
-                quote!(#n: #t, #s: #t)
+                if c.value {
+                    quote!(#n: #t)
+                } else {
+                    quote!(#n: #t, #s: #t)
+                }
             })
             .collect();
+        let fwd_params = cparams.iter().map(|c| {
+            let (n, s, t) = (&c.name, &c.shadow, &c.ty);
+            quote!(#n: #t, #s: #t)
+        });
+        let (call_primal, call_aug, call_rev, call_fwd, rev_ret) =
+            match cparams.iter().find(|c| c.value) {
+                Some(CParam {
+                    name: va,
+                    shadow: vd,
+                    ..
+                }) => (
+                    quote!(#ad::fill_primal(#label, #make, #dst_p, #va)),
+                    quote!(#ad::fill_aug(#label, #make, #dst_side, #va)),
+                    quote!(#ad::fill_rev(#label, #make, #dst_side, #va, __tape)),
+                    quote!(#ad::fill_fwd(#label, #make, #dst_side, (#va, #vd))),
+                    quote!(-> #elem),
+                ),
+                None => (
+                    quote!(#ad::bridge_primal(#label, #make, #dst_p, #src_p)),
+                    quote!(#ad::bridge_aug(#label, #make, #dst_side, #src_side)),
+                    quote!(#ad::bridge_rev(#label, #make, #dst_side, #src_side, __tape)),
+                    quote!(#ad::bridge_fwd(#label, #make, #dst_side, #src_side)),
+                    TokenStream::new(),
+                ),
+            };
         let vis = &rule.func.vis;
         let doc_safe = format!(
             " `{name}` for Rust's `std::autodiff`: call it inside an `#[autodiff_reverse]` or `#[autodiff_forward]` function; Enzyme runs `{ctor}`'s augmented primal and reverse, or its forward rule, for it. A failure is recorded for `rules_runtime::autodiff::take_error` (nothing is copied)."
@@ -411,7 +465,7 @@ impl Bridges<'_> {
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { #ad::bridge_primal(#label, #make, #dst_p, #src_p) }
+                unsafe { #call_primal }
             }
 
             #[doc(hidden)]
@@ -419,23 +473,23 @@ impl Bridges<'_> {
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { #ad::bridge_aug(#label, #make, #dst_side, #src_side) }
+                unsafe { #call_aug }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) {
+            #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) #rev_ret {
                 // SAFETY: as the augmented primal's; the tape is the one it returned.
-                unsafe { #ad::bridge_rev(#label, #make, #dst_side, #src_side, __tape) }
+                unsafe { #call_rev }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #fwd(#(#pair_params),*) {
+            #vis unsafe extern "C" fn #fwd(#(#fwd_params),*) {
                 // SAFETY: as the augmented primal's.
-                unsafe { #ad::bridge_fwd(#label, #make, #dst_side, #src_side) }
+                unsafe { #call_fwd }
             }
 
             #[doc(hidden)]

@@ -111,20 +111,34 @@ fn a_memset_is_bridged_with_no_source() {
 
 #[test]
 fn kinds_without_a_bridge_are_refused_with_the_reason() {
-    for (args, item, why) in [
-        (
-            "fill, dst = host, autodiff",
-            "unsafe fn f(#[dst] d: *mut f32, #[len] n: usize, #[value] v: f32) {}",
-            "its value is an active float argument",
-        ),
-        (
-            "copy2d, autodiff",
-            "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
-            "CUDA array",
-        ),
-    ] {
+    for (args, item, why) in [(
+        "copy2d, autodiff",
+        "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
+        "CUDA array",
+    )] {
         let out = expand(args, item);
         assert_eq!(errors(&out), 1, "{args}: {out}");
         assert!(out.contains(why), "{args}: {out}");
+    }
+}
+
+#[test]
+fn a_fill_takes_its_value_without_a_reverse_slot_and_returns_its_derivative() {
+    let out = expand(
+        "fill, dst = host, autodiff",
+        "unsafe fn f(#[dst] d: *mut f32, #[len] n: usize, #[value] v: f32) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn f_ad (d : & mut [f32] , n : usize , v : f32)",
+        // Reverse mode: no shadow slot after the value; the reverse returns d_v.
+        "fn rules_ad_f_f32_aug (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32) ->",
+        "__a_v : f32 , __tape : * mut :: rules_runtime :: __private :: ad :: c_void) -> f32",
+        // Forward mode: the value's tangent in its slot.
+        "fn rules_ad_f_f32_fwd (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32 , __d_v : f32)",
+        ":: rules_runtime :: __private :: ad :: fill_fwd (\"f\" ,",
+        ":: rules_runtime :: __private :: ad :: Fill (f_rule (__a_n))",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
     }
 }

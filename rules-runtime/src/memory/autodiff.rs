@@ -205,8 +205,10 @@ fn address<'a, B: ShadowMemory + ?Sized>(
 }
 
 mod bridge;
+mod fill;
 mod rules;
 pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
+pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
 pub use rules::{AdRule, Linear, Memset, Region};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:

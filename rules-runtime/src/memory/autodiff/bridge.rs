@@ -46,7 +46,7 @@ impl<'s> Streams<'s> {
 ///
 /// # Safety
 /// As `Side::resolve`.
-unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Streams<'s>, AdError> {
+pub(super) unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Streams<'s>, AdError> {
     let mut found: Option<*const Arc<CudaStream>> = None;
     for side in [dst, src] {
         if let Side::Handle(h, _, _) = *side {
@@ -253,7 +253,7 @@ pub unsafe fn bridge_fwd<'s, T, R>(
 /// record that work on the buffers only when an `AdPair` is dropped, and a forgotten one
 /// (`mem::forget` is safe) never is: waiting here keeps a later free, or host read, of the
 /// buffers after the copy, whatever the caller does with its pairs.
-fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
+pub(super) fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
     let waited = match st.0 {
         Some(s) => s.synchronize().map_err(|e| AdError::Rule(Error::primal(e))),
         None => Ok(()),
