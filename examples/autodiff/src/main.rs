@@ -274,6 +274,30 @@ unsafe fn fill_device(
     }
 }
 
+/// A pitched 3D copy between pageable host boxes (`d` slices of `h` rows of `w` elements; rows
+/// `dp` / `sp` bytes apart, slices `dsh` / `ssh` rows apart).
+#[allow(clippy::too_many_arguments)]
+#[derivative_rule(copy3d, dst = host, src = host, autodiff)]
+unsafe fn host_copy3d(
+    #[dst] dst: *mut f32,
+    #[dst_pitch] dp: usize,
+    #[dst_slice_height] dsh: usize,
+    #[src] src: *const f32,
+    #[src_pitch] sp: usize,
+    #[src_slice_height] ssh: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+    #[depth] d: usize,
+) {
+    for z in 0..d {
+        for r in 0..h {
+            let (so, do_) = ((z * ssh + r) * sp / 4, (z * dsh + r) * dp / 4);
+            // SAFETY: the rule's contract (each row of the boxes lies in its buffer).
+            unsafe { core::ptr::copy_nonoverlapping(src.add(so), dst.add(do_), w) }
+        }
+    }
+}
+
 // ---- The differentiated functions ------------------------------------------------------------
 
 /// The seed on host memory: to_host(to_device(x)) as two host copies.
@@ -450,6 +474,43 @@ fn f_dev_fill(x: &[f32; 3], dev: &AdBuf<f32>, a: f32) -> f32 {
     h.iter().map(|v| v * v).sum()
 }
 
+/// The 2D round trip in forward mode.
+#[autodiff_forward(df_host2d_fwd, Dual, Dual)]
+fn f_host2d_fwd(x: &[f32; 12]) -> f32 {
+    let mut m = [1.0f32; 15];
+    let mut h = [1.0f32; 12];
+    host_copy2d_ad(&mut m, 20, x, PITCH_X, W, H);
+    host_copy2d_ad(&mut h, PITCH_X, &m, 20, W, H);
+    box_sum_sq(&h)
+}
+
+/// A 3D round trip on host memory: x is 2 slices of 2 rows of 3 elements, rows 16 bytes
+/// apart, slices 2 rows apart (16 elements, a padding column); through a buffer with rows 12
+/// bytes apart and slices 3 rows apart (a padding row per slice) back into h, laid out as x.
+#[autodiff_reverse(df_host3d, Duplicated, Active)]
+fn f_host3d(x: &[f32; 16]) -> f32 {
+    let mut m = [1.0f32; 18];
+    let mut h = [1.0f32; 16];
+    host_copy3d_ad(&mut m, 12, 3, x, 16, 2, 3, 2, 2);
+    host_copy3d_ad(&mut h, 16, 2, &m, 12, 3, 3, 2, 2);
+    let mut y = 0.0;
+    for (i, v) in h.iter().enumerate() {
+        if i % 4 < 3 {
+            y += v * v;
+        }
+    }
+    y
+}
+
+/// A 2D misuse: x's rows read 20 bytes apart, so the box reaches element 13 of 12. Refused
+/// before any row is read.
+#[autodiff_reverse(df_2d_too_far, Duplicated, Active)]
+fn f_2d_too_far(x: &[f32; 12]) -> f32 {
+    let mut h = [1.0f32; 12];
+    host_copy2d_ad(&mut h, PITCH_X, x, 20, W, H);
+    box_sum_sq(&h)
+}
+
 // ---- Driver ----------------------------------------------------------------------------------
 
 const X: [f32; 3] = [1.0, 2.0, 3.0];
@@ -594,6 +655,55 @@ fn run_host() -> bool {
         "",
     );
 
+    // The 2D round trip in forward mode: one unit tangent per element of x, padding included
+    // (whose derivative is 0).
+    let c0 = calls();
+    let mut grad2 = [0.0f32; 12];
+    let mut y = 0.0;
+    for (i, g) in grad2.iter_mut().enumerate() {
+        let mut e = [0.0f32; 12];
+        e[i] = 1.0;
+        (y, *g) = df_host2d_fwd(&X2, &e);
+    }
+    let c = since(c0);
+    let err = take_error();
+    let ok2f = y == F2
+        && grad2 == WANT2
+        && c == Calls {
+            forward: 24,
+            ..Calls::default()
+        }
+        && err.is_none();
+    println!(
+        "host2d forward mode: f = {y}, gradient = {grad2:?} (want {WANT2:?}), forward rules = {} (want 24), error = {err:?} -> {}",
+        c.forward,
+        if ok2f { "OK" } else { "WRONG" }
+    );
+    ok &= ok2f;
+
+    // The 3D round trip: the box is x's elements whose index mod 4 is below 3.
+    let x3: [f32; 16] = core::array::from_fn(|i| if i % 4 < 3 { (i + 1) as f32 } else { 100.0 });
+    let want3: [f32; 16] =
+        core::array::from_fn(|i| if i % 4 < 3 { 2.0 * (i + 1) as f32 } else { 0.0 });
+    let f3: f32 = x3
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 4 < 3)
+        .map(|(_, v)| v * v)
+        .sum();
+    let c0 = calls();
+    let mut dx3 = [0.0f32; 16];
+    let y = df_host3d(&x3, &mut dx3, 1.0);
+    ok &= report_any(
+        "host3d (pageable -> pageable -> pageable, 2 slices of 2 rows of 3, pitches 16/12/16 B, slice heights 2/3/2 rows)",
+        (y, f3),
+        &dx3,
+        &want3,
+        since(c0),
+        2,
+        "",
+    );
+
     // A memset between: its reverse zeroes the cotangent of what it overwrote.
     let c0 = calls();
     let mut dx = [0.0f32; 3];
@@ -651,6 +761,23 @@ fn run_host() -> bool {
         if okf { "OK" } else { "WRONG" }
     );
     ok &= okf;
+
+    // The 2D misuse: refused, nothing read or differentiated.
+    let c0 = calls();
+    let mut dx2 = [0.0f32; 12];
+    let y = df_2d_too_far(&X2, &mut dx2, 1.0);
+    let c = since(c0);
+    let err = take_error();
+    let oke2 =
+        dx2 == [0.0; 12] && c == reverse_calls(1) && err.as_ref().is_some_and(|(_, n)| *n == 2);
+    match &err {
+        Some((first, n)) => println!(
+            "misuse 2d (source rows 20 B apart in 12 elements): f = {y}, dx = {dx2:?}, {n} errors, the first: {first} -> {}",
+            if oke2 { "OK (refused)" } else { "WRONG" }
+        ),
+        None => println!("misuse 2d: f = {y}, dx = {dx2:?}, no error recorded -> WRONG"),
+    }
+    ok &= oke2;
 
     // The misuse: refused in the augmented primal, no tape for the reverse; dx stays zero.
     let c0 = calls();
