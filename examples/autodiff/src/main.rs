@@ -145,7 +145,7 @@ unsafe fn host_copy2d(
 ) {
     for r in 0..h {
         // SAFETY: the rule's contract (each row of the boxes lies in its buffer).
-        unsafe { core::ptr::copy_nonoverlapping(src.add(r * sp / 4), dst.add(r * dp / 4), w) }
+        unsafe { core::ptr::copy_nonoverlapping(src.add(r * sp / 4), dst.add(r * dp / 4), w) };
     }
 }
 

@@ -158,8 +158,8 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         if extent.dst_kind == MemKind::Host && (no_src || extent.src_kind == MemKind::Host) {
             cx.error_spanned_by(
                 at,
-                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: {} pageable host memory, passed as slices; drop the stream, or declare {} `pinned`, `device` or `unified`",
-                    if no_src { "its buffer is" } else { "both sides are" },
+                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: {}; drop the stream, or declare {} `pinned`, `device` or `unified`",
+                    if no_src { "its buffer is pageable host memory, passed as a slice" } else { "both sides are pageable host memory, passed as slices" },
                     if no_src { "it" } else { "a side" }),
             );
         }

@@ -222,3 +222,5 @@ unsafe impl<const N: usize> Sync for Registration<N> {}
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_region;
