@@ -183,3 +183,41 @@ fn a_fill_of_an_inactive_destination_has_a_zero_derivative_and_a_failed_one_reco
     assert_eq!(dv, 0.0);
     assert!(error_text().contains("f (reverse): no tape"));
 }
+
+#[rules_macro::derivative_rule(copy, dst = host, src = host, restore, crate = crate)]
+unsafe fn overwrite(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize) {
+    // SAFETY: the rule's contract.
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }
+}
+
+#[test]
+fn a_copy_with_restore_is_bridged_as_a_region_rule_and_restores() {
+    let (mut x, mut dx) = ([1.0f32, 2.0], [0.0f32; 2]);
+    let (mut y, mut dy) = ([8.0f32, 9.0, 7.0], [0.0f32; 3]);
+    let make = |_| Ok(Region(overwrite_rule(2)));
+    // SAFETY: live arrays of at least 2 elements.
+    let tape = unsafe {
+        bridge_aug(
+            "o",
+            make,
+            slice(&mut y, &mut dy, false),
+            slice(&mut x, &mut dx, false),
+        )
+    };
+    assert!(!tape.is_null(), "{}", error_text());
+    assert_eq!(y, [1.0, 2.0, 7.0]);
+    dy = [3.0, 4.0, 5.0];
+    // SAFETY: as above, and the tape of that call.
+    unsafe {
+        bridge_rev(
+            "o",
+            make,
+            slice(&mut y, &mut dy, false),
+            slice(&mut x, &mut dx, false),
+            tape,
+        )
+    };
+    assert_eq!(error_text(), "");
+    // The cotangent moved, and the overwritten elements written back.
+    assert_eq!((dx, dy, y), ([3.0, 4.0], [0.0, 0.0, 5.0], [8.0, 9.0, 7.0]));
+}
