@@ -4,14 +4,17 @@
 //!
 //!     f(x) = sum(abs2, to_host(to_device(x))),  x = [1, 2, 3]  =>  dx = 2x = [2, 4, 6]
 //!
-//! The copies are raw-pointer `#[derivative_rule(copy, .., autodiff)]` primitives. The
+//! and beside it a pitched 2D round trip (host -> device rows -> host: dx = 2x in the box, 0 in
+//! the padding), a 3D one, memsets and fills (a fill's value differentiated).
+//!
+//! The copies are raw-pointer `#[derivative_rule(<kind>, .., autodiff)]` primitives. The
 //! attribute's `autodiff` option generates (with the runtime's `autodiff` feature, Cargo.toml), the
 //! `extern "C"` primal Enzyme cannot see into, its augmented primal and reverse (the rule
 //! object's own, so the shadow work is the rule's, on the copy's stream), the registration
 //! static, and `<name>_ad`, the safe function called below. No rule is called by hand.
 //!
 //! `autodiff-seed host` runs the GPU-free cases (host copies with the same machinery);
-//! `autodiff-seed` runs them and the GPU ones (device, pinned, pageable; needs a GPU).
+//! `autodiff-seed` runs them and the GPU ones (device, pinned, unified; needs a GPU).
 use rules::*;
 use rules_runtime::autodiff::{AdBuf, AdPair, Calls, calls, take_error};
 use std::autodiff::{autodiff_forward, autodiff_reverse};

@@ -1,5 +1,5 @@
 //! The `autodiff` option: bridges that let Rust's `std::autodiff` (Enzyme inside rustc) call a
-//! pointer copy's rules. Generated beside the rule item, all inside the runtime's
+//! pointer rule's rules (`copy`, `copy2d`, `copy3d`, `memset`, `fill`). Generated beside the rule item, all inside the runtime's
 //! `__private::if_autodiff!`, which emits them only with the runtime's `autodiff` feature (a
 //! stable build never sees them; a `#[cfg]` here would trip `unexpected_cfgs` in every user
 //! crate), one set per element type:
@@ -15,7 +15,11 @@
 //!   differentiated function, which lowers to the primal. Pageable host sides are slices; the
 //!   others are `&AdBuf<T>` handles of an `AdPair` made outside.
 //!
-//! Only pointer `copy` rules have bridges: the misuse is reported here, at the `autodiff` word.
+//! The rule object is handed to the runtime in the wrapper its kind needs (`Linear`, `Region`,
+//! `Memset`, `Fill`), which says from the rule's plan how far each side reaches. A fill's value
+//! is a float: no shadow slot in reverse mode (Enzyme returns its derivative from the reverse,
+//! whose return type it is), its tangent's in forward mode. Slice rules, CUDA arrays and
+//! collectives have no bridges: the misuse is reported here, at the `autodiff` word.
 
 use crate::ctxt::Ctxt;
 use crate::model::{AUTODIFF, DEFAULT_CRATE, Kind, MemKind};

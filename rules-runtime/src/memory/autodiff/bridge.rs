@@ -1,6 +1,7 @@
 //! The bridges themselves: what the generated `extern "C"` primal, forward rule, augmented
-//! primal and reverse call. Each buffer argument arrives as a [`Side`] (a handle and its shadow
-//! slot, or a host slice); here it is checked and resolved into activities for the rule object.
+//! primal and reverse call (a fill's are in `fill.rs`). Each buffer argument arrives as a
+//! [`Side`] (a handle and its shadow slot, a host slice, or none for a memset's source); here it
+//! is checked against what the rule object ([`AdRule`]) reaches and resolved into activities.
 
 use super::rules::AdRule;
 use super::{AdBuf, PRIMAL, SHADOW, kind_of};
