@@ -111,11 +111,18 @@ fn a_memset_is_bridged_with_no_source() {
 
 #[test]
 fn kinds_without_a_bridge_are_refused_with_the_reason() {
-    for (args, item, why) in [(
-        "copy2d, autodiff",
-        "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
-        "CUDA array",
-    )] {
+    for (args, item, why) in [
+        (
+            "copy2d, autodiff",
+            "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
+            "CUDA array",
+        ),
+        (
+            "all_reduce, autodiff",
+            "fn s(comm: &Comm, #[dst] y: &mut CudaSlice<f32>, #[src] x: &CudaSlice<f32>) {}",
+            "ordered by a communicator",
+        ),
+    ] {
         let out = expand(args, item);
         assert_eq!(errors(&out), 1, "{args}: {out}");
         assert!(out.contains(why), "{args}: {out}");

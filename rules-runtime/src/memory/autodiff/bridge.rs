@@ -175,6 +175,13 @@ where
     T: Differentiable,
     R: AdRule<'s, T>,
 {
+    // A source exactly where the rule has one: a null `Const` source is for a memset only.
+    if R::SOURCE == matches!(src, Side::Absent) || matches!(dst, Side::Absent) {
+        return Err(AdError::Handle {
+            what: "src",
+            why: "the sides do not fit the rule (a memset has no source; a copy has both)".into(),
+        });
+    }
     // SAFETY: this function's contract.
     let st = unsafe { streams(dst, src)? };
     let rule = make(st)?;

@@ -19,6 +19,8 @@ use crate::rules::{CopyTape, RawCopyRule, RawMemsetRule, RawRegionRule, RegionTa
 pub trait AdRule<'s, T: Differentiable> {
     /// What the augmented primal hands to the reverse.
     type Tape;
+    /// Whether the rule has a source (a memset has none: its source side is `Side::Absent`).
+    const SOURCE: bool = true;
     /// Whether a side of `len` elements holds what the call reaches: `side` 0 is `dst`, 1 is
     /// `src` (`what` names it in the error).
     fn fits(&self, side: usize, what: &'static str, len: usize) -> Result<(), AdError>;
@@ -172,6 +174,7 @@ impl<'s, T: Differentiable, R: RawRegionRule<'s, T>> AdRule<'s, T> for Region<R>
 
 impl<'s, T: Differentiable, R: RawMemsetRule<'s, T>> AdRule<'s, T> for Memset<R> {
     type Tape = RegionTape<T>;
+    const SOURCE: bool = false;
     fn fits(&self, side: usize, what: &'static str, len: usize) -> Result<(), AdError> {
         let (_, shape, _) = self.0.__plan();
         box_fits::<T>(what, (side == 0).then_some(shape.dst), len)

@@ -221,3 +221,38 @@ fn a_copy_with_restore_is_bridged_as_a_region_rule_and_restores() {
     // The cotangent moved, and the overwritten elements written back.
     assert_eq!((dx, dy, y), ([3.0, 4.0], [0.0, 0.0, 5.0], [8.0, 9.0, 7.0]));
 }
+
+#[test]
+fn an_absent_side_is_refused_where_the_rule_has_one() {
+    let (mut y, mut dy) = ([0.0f32; 3], [0.0f32; 3]);
+    // SAFETY: a live array; the bridge refuses the sides before using any pointer.
+    let tape = unsafe {
+        bridge_aug(
+            "c",
+            |_| Ok(Region(overwrite_rule(2))),
+            slice(&mut y, &mut dy, false),
+            Side::Absent,
+        )
+    };
+    assert!(tape.is_null());
+    assert!(
+        error_text().contains("the sides do not fit the rule"),
+        "a copy without a source"
+    );
+    let (mut x, mut dx) = ([1.0f32; 3], [0.0f32; 3]);
+    // SAFETY: as above.
+    let tape = unsafe {
+        bridge_aug(
+            "m",
+            |_| Ok(Memset(set_rule(0, 1, 0))),
+            slice(&mut y, &mut dy, false),
+            slice(&mut x, &mut dx, false),
+        )
+    };
+    assert!(tape.is_null());
+    assert!(
+        error_text().contains("the sides do not fit the rule"),
+        "a memset with a source"
+    );
+    assert_eq!(y, [0.0; 3]);
+}
