@@ -3,8 +3,10 @@
 # the nightly toolchain its rust-toolchain.toml names and that toolchain's `enzyme` component
 # (Enzyme inside rustc), failing on any Enzyme error or unexpected warning (build.sh), then runs
 # its GPU-free cases: the seed f(x) = sum(abs2, to_host(to_device(x))) through host copies in
-# reverse and forward mode, dx = 2x exactly, with the rules' call counts, and two misuses that
-# must be refused. The GPU cases run on a GPU machine (`autodiff-seed` without arguments).
+# reverse and forward mode, dx = 2x exactly, with the rules' call counts; a pitched 2D round trip
+# (dx = 2x in the box, 0 in the padding; reverse and forward mode) and a 3D one; a memset and a
+# fill (the fill's value differentiated); and two misuses that must be refused. The GPU cases run
+# on a GPU machine (`autodiff-seed` without arguments).
 #
 # Exit status: 0 when it ran and passed; 1 when it failed; 3 when the toolchain or its `enzyme`
 # component cannot be had here (the caller says so and goes on).

@@ -77,7 +77,7 @@ use proc_macro::TokenStream;
 ///   writes it back after the shadow work.
 ///
 /// `autodiff` (`autodiff(f32, f64)` for a rule generic over its element type), on a pointer
-/// `copy`: also the bridges through which Rust's nightly `std::autodiff` (Enzyme) calls the rule
+/// `copy`, `copy2d`, `copy3d`, `memset` or `fill`: also the bridges through which Rust's nightly `std::autodiff` (Enzyme) calls the rule
 /// object's methods, and `<name>_ad`, the safe function to call inside the differentiated
 /// function; emitted only with the runtime's `autodiff` feature (see the repository's
 /// docs/autodiff.md).

@@ -1,6 +1,7 @@
 //! Rules that Rust's own AD engine calls: `std::autodiff` (nightly, Enzyme inside rustc).
 //!
-//! `#[derivative_rule(copy, dst = .., src = .., autodiff)]` on a pointer copy generates, under
+//! `#[derivative_rule(copy, dst = .., src = .., autodiff)]` on a pointer copy (or `copy2d`,
+//! `copy3d`, `memset`, `fill`) generates, under
 //! the runtime's `autodiff` feature (for the crate built with the autodiff flags: docs/autodiff.md),
 //! the `extern "C"` primal Enzyme cannot see into, its augmented primal and reverse (which call
 //! the rule object's methods: the shadow work is the rule's, on the copy's stream), the

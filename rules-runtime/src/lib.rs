@@ -222,7 +222,8 @@ pub mod __private {
         pub use crate::autodiff::{AdBuf, take_error};
         pub use crate::memory::MemoryKind;
         pub use crate::memory::autodiff::{
-            Registration, Side, Streams, copy_aug, copy_fwd, copy_primal, copy_rev,
+            AdRule, Fill, Linear, Memset, Region, Registration, Side, Streams, bridge_aug,
+            bridge_fwd, bridge_primal, bridge_rev, fill_aug, fill_fwd, fill_primal, fill_rev,
         };
         pub use ::core::ffi::c_void;
     }

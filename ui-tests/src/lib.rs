@@ -116,6 +116,55 @@ pub unsafe fn copy_bridged<T: Differentiable>(
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
+/// A pitched 2D copy with the bridges: its region rule checks each side's box.
+///
+/// # Safety
+/// `src` and `dst` hold their boxes (`height` rows of `width` elements, rows `spitch` /
+/// `dpitch` bytes apart).
+#[allow(clippy::too_many_arguments)]
+#[derivative_rule(copy2d, dst = device, src = pinned, autodiff)]
+pub unsafe fn rows_bridged(
+    stream: &rules_runtime::cudarc::driver::CudaStream,
+    #[dst] dst: *mut f64,
+    #[dst_pitch] dpitch: usize,
+    #[src] src: *const f64,
+    #[src_pitch] spitch: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) {
+    let _ = stream;
+    for r in 0..height {
+        // SAFETY: the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.add(r * spitch / 8), dst.add(r * dpitch / 8), width);
+        }
+    }
+}
+
+/// A memset with the bridges (no source: `Side::Absent`).
+///
+/// # Safety
+/// `dst` is valid for `n` elements.
+#[derivative_rule(memset, dst = host, autodiff)]
+pub unsafe fn set_bridged(#[dst] dst: *mut f32, #[len] n: usize, bits: u32) {
+    for i in 0..n {
+        // SAFETY: the caller's contract.
+        unsafe { dst.add(i).write(f32::from_bits(bits)) }
+    }
+}
+
+/// A fill with the bridges: the value's derivative is the reverse bridge's return value.
+///
+/// # Safety
+/// `dst` is valid for `n` elements.
+#[derivative_rule(fill, dst = unified, autodiff(f32, f64))]
+pub unsafe fn fill_bridged<T: Differentiable>(#[dst] dst: *mut T, #[len] n: usize, #[value] v: T) {
+    for i in 0..n {
+        // SAFETY: the caller's contract.
+        unsafe { dst.add(i).write(v) }
+    }
+}
+
 /// A slice copy of a length it trusts: its rule object holds its arguments sealed, built by an
 /// `unsafe` constructor.
 ///

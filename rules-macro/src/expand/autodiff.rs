@@ -1,5 +1,5 @@
 //! The `autodiff` option: bridges that let Rust's `std::autodiff` (Enzyme inside rustc) call a
-//! pointer copy's rules. Generated beside the rule item, all inside the runtime's
+//! pointer rule's rules (`copy`, `copy2d`, `copy3d`, `memset`, `fill`). Generated beside the rule item, all inside the runtime's
 //! `__private::if_autodiff!`, which emits them only with the runtime's `autodiff` feature (a
 //! stable build never sees them; a `#[cfg]` here would trip `unexpected_cfgs` in every user
 //! crate), one set per element type:
@@ -15,7 +15,11 @@
 //!   differentiated function, which lowers to the primal. Pageable host sides are slices; the
 //!   others are `&AdBuf<T>` handles of an `AdPair` made outside.
 //!
-//! Only pointer `copy` rules have bridges: the misuse is reported here, at the `autodiff` word.
+//! The rule object is handed to the runtime in the wrapper its kind needs (`Linear`, `Region`,
+//! `Memset`, `Fill`), which says from the rule's plan how far each side reaches. A fill's value
+//! is a float: no shadow slot in reverse mode (Enzyme returns its derivative from the reverse,
+//! whose return type it is), its tangent's in forward mode. Slice rules, CUDA arrays and
+//! collectives have no bridges: the misuse is reported here, at the `autodiff` word.
 
 use crate::ctxt::Ctxt;
 use crate::model::{AUTODIFF, DEFAULT_CRATE, Kind, MemKind};
@@ -46,27 +50,38 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
     let at = &arg.tokens;
     let errors = cx.has_errors();
     let extent = plan.extent();
-    if plan.kind != Kind::Copy || plan.is_region() {
+    let refused = match plan.kind {
+        _ if plan.region.has_array() => Some(
+            "a copy to or from a CUDA array has none: an array is an opaque driver handle, not memory Enzyme can pass a pointer and a shadow of".to_string(),
+        ),
+        Kind::Copy | Kind::Copy2d | Kind::Copy3d | Kind::Memset => None,
+        Kind::Fill if plan.value.is_none() => Some(
+            "a `fill` from a value in a buffer has none: Enzyme would pass the value's buffer, which no bridge takes; take the value by value (`#[value] v: f32`)".to_string(),
+        ),
+        Kind::Fill => None,
+        k => Some(format!(
+            "{} has none: it is ordered by a communicator, not a stream a handle carries",
+            k.noun()
+        )),
+    };
+    if let Some(why) = refused {
         cx.error_spanned_by(
             at,
-            format!(
-                "`{AUTODIFF}` bridges pointer `copy` rules only; {} has none yet (its reverse would need a tape type and shadow slots of its own): remove `{AUTODIFF}`",
-                if plan.kind == Kind::Copy { "a copy with `restore` or a CUDA array".to_string() } else { plan.kind.noun() }
-            ),
+            format!("`{AUTODIFF}` bridges pointer `copy`, `copy2d`, `copy3d`, `memset` and `fill` rules; {why}: remove `{AUTODIFF}`"),
         );
         return None;
     }
     let Some(extent) = extent else {
         cx.error_spanned_by(
             at,
-            format!("`{AUTODIFF}` needs a pointer rule (`#[dst] dst: *mut T`, `#[src] src: *const T`, `#[len] n: usize`, with `dst = ..` and `src = ..` in the attribute): Enzyme passes raw pointers and their shadows, not references"),
+            format!("`{AUTODIFF}` needs a pointer rule (`#[dst] dst: *mut T`, `#[src] src: *const T`, with `dst = ..` and `src = ..` in the attribute): Enzyme passes raw pointers and their shadows, not references"),
         );
         return None;
     };
     if rule.args.in_impl {
         cx.error_spanned_by(at, format!("`{AUTODIFF}` is not available with `in_impl`: the bridges are free functions; annotate a free function"));
     }
-    if extent.len.is_none() {
+    if plan.kind == Kind::Copy && !plan.is_region() && extent.len.is_none() {
         cx.error_spanned_by(
             at,
             format!("`{AUTODIFF}` needs the copy's length as a `#[len]` parameter"),
@@ -143,15 +158,19 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
                 format!("`{AUTODIFF}` takes the stream as `&CudaStream` or `&Arc<CudaStream>`"),
             );
         }
-        if extent.dst_kind == MemKind::Host && extent.src_kind == MemKind::Host {
+        let no_src = plan.src.is_none();
+        if extent.dst_kind == MemKind::Host && (no_src || extent.src_kind == MemKind::Host) {
             cx.error_spanned_by(
                 at,
-                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: both sides are pageable host memory, passed as slices; drop the stream, or declare a side `pinned`, `device` or `unified`"),
+                format!("`{AUTODIFF}` gives a rule its stream from its handles (`AdPair::new(.., stream)`), and this one has none: {}; drop the stream, or declare {} `pinned`, `device` or `unified`",
+                    if no_src { "its buffer is pageable host memory, passed as a slice" } else { "both sides are pageable host memory, passed as slices" },
+                    if no_src { "it" } else { "a side" }),
             );
         }
     }
+    let value = plan.value.as_ref().map(|b| b.param);
     for (i, p) in rule.params.iter().enumerate() {
-        if Some(i) == dst || Some(i) == src || Some(i) == stream {
+        if Some(i) == dst || Some(i) == src || Some(i) == stream || Some(i) == value {
             continue;
         }
         if !p.cfg.is_empty() {
@@ -220,6 +239,9 @@ struct CParam {
     name: Ident,
     shadow: Ident,
     ty: TokenStream,
+    /// A fill's value: a float, which has no shadow slot in reverse mode (Enzyme returns its
+    /// derivative from the reverse) and its tangent's in forward mode.
+    value: bool,
 }
 
 impl Bridges<'_> {
@@ -265,6 +287,7 @@ impl Bridges<'_> {
             Order::Stream(s) => s,
             Order::Comm { .. } => None,
         };
+        let value_i = plan.value.as_ref().map(|b| b.param);
 
         let mut cparams: Vec<CParam> = Vec::new(); // the C signature, in the rule's order
         let mut safe_params = Vec::new(); // the safe function's parameters
@@ -285,6 +308,19 @@ impl Bridges<'_> {
                 });
                 continue;
             }
+            if Some(i) == value_i {
+                // A fill's value: the element type, by value (not an argument of the
+                // constructor: the rule's methods take it).
+                cparams.push(CParam {
+                    name: a,
+                    shadow: d,
+                    ty: quote!(#elem),
+                    value: true,
+                });
+                safe_params.push(quote!(#n: #elem));
+                call_args.push(quote!(#n));
+                continue;
+            }
             let side = if Some(i) == dst_i {
                 Some((0, extent.dst_kind))
             } else if Some(i) == src_i {
@@ -299,11 +335,13 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d.clone(),
                         ty: quote!(*mut #elem),
+                        value: false,
                     });
                     cparams.push(CParam {
                         name: al.clone(),
                         shadow: dl,
                         ty: quote!(usize),
+                        value: false,
                     });
                     if k == 0 {
                         safe_params.push(quote!(#n: &mut [#elem]));
@@ -322,6 +360,7 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d.clone(),
                         ty: quote!(*const #adbuf<#elem>),
+                        value: false,
                     });
                     safe_params.push(quote!(#n: &#adbuf<#elem>));
                     call_args.push(quote!(#n));
@@ -334,6 +373,7 @@ impl Bridges<'_> {
                         name: a.clone(),
                         shadow: d,
                         ty,
+                        value: false,
                     });
                     match &prm.ty {
                         Type::Reference(r) => {
@@ -351,35 +391,63 @@ impl Bridges<'_> {
                 }
             }
         }
-        let arg_of = |i: Option<usize>| match i {
-            Some(i) => {
-                let a = format_ident!("__a_{}", rule.params[i].name);
-                quote!(#a)
-            }
-            None => quote!(0usize),
+        // The runtime's wrapper for the rule object's kind: how far each side reaches comes
+        // from the rule's own plan (offset + n, or its boxes).
+        let wrap = match plan.kind {
+            Kind::Memset => quote!(#ad::Memset),
+            Kind::Fill => quote!(#ad::Fill),
+            _ if plan.is_region() => quote!(#ad::Region),
+            _ => quote!(#ad::Linear),
         };
-        let (doff, soff, len) = (
-            arg_of(extent.dst_offset),
-            arg_of(extent.src_offset),
-            arg_of(extent.len),
-        );
-        let extent_expr = quote!([#doff, #soff, #len]);
+        if plan.src.is_none() {
+            sides[1] = quote!(#ad::Side::Absent);
+            sides_primal[1] = quote!(#ad::Side::Absent);
+        }
         let label = name.to_string();
-        let make =
-            quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#ctor(#(#ctor_args),*)));
+        let make = quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#wrap(#ctor(#(#ctor_args),*))));
         let [dst_side, src_side] = &sides;
         let [dst_p, src_p] = &sides_primal;
         let prim_params = cparams.iter().map(|c| {
             let (n, t) = (&c.name, &c.ty);
             quote!(#n: #t)
         });
+        // Reverse mode: a fill's value has no shadow slot; forward mode: every argument has one.
         let pair_params: Vec<TokenStream> = cparams
             .iter()
             .map(|c| {
                 let (n, s, t) = (&c.name, &c.shadow, &c.ty);
-                quote!(#n: #t, #s: #t)
+                if c.value {
+                    quote!(#n: #t)
+                } else {
+                    quote!(#n: #t, #s: #t)
+                }
             })
             .collect();
+        let fwd_params = cparams.iter().map(|c| {
+            let (n, s, t) = (&c.name, &c.shadow, &c.ty);
+            quote!(#n: #t, #s: #t)
+        });
+        let (call_primal, call_aug, call_rev, call_fwd, rev_ret) =
+            match cparams.iter().find(|c| c.value) {
+                Some(CParam {
+                    name: va,
+                    shadow: vd,
+                    ..
+                }) => (
+                    quote!(#ad::fill_primal(#label, #make, #dst_p, #va)),
+                    quote!(#ad::fill_aug(#label, #make, #dst_side, #va)),
+                    quote!(#ad::fill_rev(#label, #make, #dst_side, #va, __tape)),
+                    quote!(#ad::fill_fwd(#label, #make, #dst_side, (#va, #vd))),
+                    quote!(-> #elem),
+                ),
+                None => (
+                    quote!(#ad::bridge_primal(#label, #make, #dst_p, #src_p)),
+                    quote!(#ad::bridge_aug(#label, #make, #dst_side, #src_side)),
+                    quote!(#ad::bridge_rev(#label, #make, #dst_side, #src_side, __tape)),
+                    quote!(#ad::bridge_fwd(#label, #make, #dst_side, #src_side)),
+                    TokenStream::new(),
+                ),
+            };
         let vis = &rule.func.vis;
         let doc_safe = format!(
             " `{name}` for Rust's `std::autodiff`: call it inside an `#[autodiff_reverse]` or `#[autodiff_forward]` function; Enzyme runs `{ctor}`'s augmented primal and reverse, or its forward rule, for it. A failure is recorded for `rules_runtime::autodiff::take_error` (nothing is copied)."
@@ -401,7 +469,7 @@ impl Bridges<'_> {
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { #ad::copy_primal(#label, #make, #dst_p, #src_p, #extent_expr) }
+                unsafe { #call_primal }
             }
 
             #[doc(hidden)]
@@ -409,23 +477,23 @@ impl Bridges<'_> {
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { #ad::copy_aug(#label, #make, #dst_side, #src_side, #extent_expr) }
+                unsafe { #call_aug }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) {
+            #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) #rev_ret {
                 // SAFETY: as the augmented primal's; the tape is the one it returned.
-                unsafe { #ad::copy_rev(#label, #make, #dst_side, #src_side, #extent_expr, __tape) }
+                unsafe { #call_rev }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #fwd(#(#pair_params),*) {
+            #vis unsafe extern "C" fn #fwd(#(#fwd_params),*) {
                 // SAFETY: as the augmented primal's.
-                unsafe { #ad::copy_fwd(#label, #make, #dst_side, #src_side, #extent_expr) }
+                unsafe { #call_fwd }
             }
 
             #[doc(hidden)]

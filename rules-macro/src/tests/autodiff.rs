@@ -74,3 +74,78 @@ fn misuse_is_one_error_at_the_option() {
         assert!(out.contains("autodiff"), "{out}");
     }
 }
+
+#[test]
+fn a_pitched_copy_is_bridged_through_its_region_rule() {
+    let out = expand(
+        "copy2d, dst = device, src = host, autodiff",
+        "unsafe fn up2(stream: &CudaStream, #[dst] d: *mut f32, #[dst_pitch] dp: usize, #[src] s: *const f32, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn rules_ad_up2_f32_aug (",
+        "fn up2_ad (d : & :: rules_runtime :: autodiff :: AdBuf < f32 > , dp : usize , s : & [f32] , sp : usize , w : usize , h : usize)",
+        // The rule object in the runtime's region wrapper: its boxes say how far each side
+        // reaches.
+        ":: rules_runtime :: __private :: ad :: Region (up2_rule (& * * __s . get () ? , __a_dp , __a_sp , __a_w , __a_h))",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+}
+
+#[test]
+fn a_memset_is_bridged_with_no_source() {
+    let out = expand(
+        "memset, dst = host, autodiff",
+        "unsafe fn z(#[dst] d: *mut f32, bits: u32, #[dst_pitch] p: usize, #[width] w: usize, #[height] h: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn z_ad (d : & mut [f32] , bits : u32 , p : usize , w : usize , h : usize)",
+        ":: rules_runtime :: __private :: ad :: Memset (z_rule (__a_bits , __a_p , __a_w , __a_h))",
+        ":: rules_runtime :: __private :: ad :: Side :: Absent",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+}
+
+#[test]
+fn kinds_without_a_bridge_are_refused_with_the_reason() {
+    for (args, item, why) in [
+        (
+            "copy2d, autodiff",
+            "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
+            "CUDA array",
+        ),
+        (
+            "all_reduce, autodiff",
+            "fn s(comm: &Comm, #[dst] y: &mut CudaSlice<f32>, #[src] x: &CudaSlice<f32>) {}",
+            "ordered by a communicator",
+        ),
+    ] {
+        let out = expand(args, item);
+        assert_eq!(errors(&out), 1, "{args}: {out}");
+        assert!(out.contains(why), "{args}: {out}");
+    }
+}
+
+#[test]
+fn a_fill_takes_its_value_without_a_reverse_slot_and_returns_its_derivative() {
+    let out = expand(
+        "fill, dst = host, autodiff",
+        "unsafe fn f(#[dst] d: *mut f32, #[len] n: usize, #[value] v: f32) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn f_ad (d : & mut [f32] , n : usize , v : f32)",
+        // Reverse mode: no shadow slot after the value; the reverse returns d_v.
+        "fn rules_ad_f_f32_aug (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32) ->",
+        "__a_v : f32 , __tape : * mut :: rules_runtime :: __private :: ad :: c_void) -> f32",
+        // Forward mode: the value's tangent in its slot.
+        "fn rules_ad_f_f32_fwd (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32 , __d_v : f32)",
+        ":: rules_runtime :: __private :: ad :: fill_fwd (\"f\" ,",
+        ":: rules_runtime :: __private :: ad :: Fill (f_rule (__a_n))",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+}

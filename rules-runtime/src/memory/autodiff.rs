@@ -205,7 +205,11 @@ fn address<'a, B: ShadowMemory + ?Sized>(
 }
 
 mod bridge;
-pub use bridge::{Side, Streams, copy_aug, copy_fwd, copy_primal, copy_rev};
+mod fill;
+mod rules;
+pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
+pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
+pub use rules::{AdRule, Linear, Memset, Region};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:
 /// `__enzyme_register_gradient_<primal>` holds `[primal, augmented primal, reverse]`,
@@ -218,3 +222,5 @@ unsafe impl<const N: usize> Sync for Registration<N> {}
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_region;

@@ -1,27 +1,44 @@
+use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError};
+use rules_runtime::memory::array::CudaArray;
 use rules_runtime::derivative_rule;
+use std::sync::Arc;
 
-// Only pointer `copy` rules are bridged: a memset's, a pitched copy's and a slice copy's
-// reverse would need bridges of their own.
+// Bridged: pointer `copy`, `copy2d`, `copy3d`, `memset` and `fill` rules. Not: a slice rule
+// (Enzyme passes raw pointers), a copy to or from a CUDA array (an opaque handle), a collective
+// (ordered by a communicator).
 #[derivative_rule(memset, autodiff)]
 fn clear(#[dst] dst: &mut [f32]) {
     dst.fill(0.0);
 }
 
-#[derivative_rule(copy2d, dst = host, src = host, autodiff)]
-unsafe fn copy_rows(
-    #[dst] dst: *mut f32,
-    #[dst_pitch] dp: usize,
-    #[src] src: *const f32,
-    #[src_pitch] sp: usize,
-    #[width] w: usize,
-    #[height] h: usize,
-) {
-    let _ = (dst, dp, src, sp, w, h);
+#[derivative_rule(copy2d, autodiff)]
+fn rows_to_array(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[src] src: &CudaSlice<f32>,
+    #[src_pitch] pitch: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) -> Result<(), DriverError> {
+    let _ = (stream, dst, x, y, src, pitch, width, height);
+    Ok(())
 }
 
 #[derivative_rule(copy, autodiff)]
 fn copy_slice(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     dst.copy_from_slice(src);
+}
+
+#[derivative_rule(all_reduce, autodiff)]
+fn sum_all(
+    comm: &rules_runtime::cudarc::nccl::Comm,
+    #[dst] dst: &mut CudaSlice<f32>,
+    #[src] src: &CudaSlice<f32>,
+) -> Result<(), rules_runtime::cudarc::nccl::result::NcclError> {
+    let _ = (comm, dst, src);
+    Ok(())
 }
 
 fn main() {}

@@ -1,14 +1,15 @@
 //! The bridges themselves: what the generated `extern "C"` primal, forward rule, augmented
-//! primal and reverse call. Each buffer argument arrives as a [`Side`] (a handle and its shadow
-//! slot, or a host slice); here it is checked and resolved into activities for the rule object.
+//! primal and reverse call (a fill's are in `fill.rs`). Each buffer argument arrives as a
+//! [`Side`] (a handle and its shadow slot, a host slice, or none for a memset's source); here it
+//! is checked against what the rule object ([`AdRule`]) reaches and resolved into activities.
 
+use super::rules::AdRule;
 use super::{AdBuf, PRIMAL, SHADOW, kind_of};
 use crate::activity::{Const, Duplicated};
 use crate::autodiff::{AdError, Bridge, record};
 use crate::element::Differentiable;
 use crate::error::Error;
 use crate::memory::MemoryKind;
-use crate::rules::{CopyTape, RawCopyRule};
 use cudarc::driver::CudaStream;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -18,6 +19,9 @@ pub enum Side<T> {
     Handle(*const AdBuf<T>, *const AdBuf<T>, MemoryKind),
     /// A host slice: its pointer and length, and the pointer in its shadow slot.
     Slice(*mut T, usize, *mut T),
+    /// No buffer: the source of a rule that has none (a memset). Resolves to a `Const` null
+    /// pointer, which the rule never reads.
+    Absent,
 }
 
 /// The stream of a call's handles, for a rule that has one: the bridge hands it to the rule's
@@ -43,7 +47,7 @@ impl<'s> Streams<'s> {
 ///
 /// # Safety
 /// As `Side::resolve`.
-unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Streams<'s>, AdError> {
+pub(super) unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Streams<'s>, AdError> {
     let mut found: Option<*const Arc<CudaStream>> = None;
     for side in [dst, src] {
         if let Side::Handle(h, _, _) = *side {
@@ -77,8 +81,8 @@ pub(super) enum Resolved<T> {
 }
 
 impl<T> Side<T> {
-    /// Checks the side against the declared kind and the elements the call reaches (`offset +
-    /// n`), and reads its pointers.
+    /// Checks the side against the declared kind and what the call reaches (`fits`, given the
+    /// side's length: the rule's own plan), and reads its pointers.
     ///
     /// # Safety
     /// Handle pointers point at live [`AdBuf`]s (the bridge's arguments: the safe `*_ad`
@@ -87,28 +91,12 @@ impl<T> Side<T> {
     pub(super) unsafe fn resolve(
         &self,
         what: &'static str,
-        offset: usize,
-        n: usize,
+        fits: impl FnOnce(&'static str, usize) -> Result<(), AdError>,
     ) -> Result<Resolved<T>, AdError> {
-        let need = offset
-            .checked_add(n)
-            .ok_or(AdError::Rule(Error::RangeOverflow {
-                what,
-                offset,
-                len: n,
-            }))?;
-        let short = |len: usize| {
-            AdError::Rule(Error::LengthMismatch {
-                what: format!("{what} (offset {offset} + length {n})"),
-                expected: need,
-                found: len,
-            })
-        };
         match *self {
+            Side::Absent => Ok(Resolved::Const(core::ptr::null_mut())),
             Side::Slice(p, len, d) => {
-                if len < need {
-                    return Err(short(len));
-                }
+                fits(what, len)?;
                 Ok(if d == p {
                     Resolved::Const(p)
                 } else {
@@ -128,9 +116,7 @@ impl<T> Side<T> {
                         ),
                     });
                 }
-                if p.len < need {
-                    return Err(short(p.len));
-                }
+                fits(what, p.len)?;
                 if core::ptr::eq(hp, hd) {
                     return Ok(Resolved::Const(p.ptr));
                 }
@@ -148,9 +134,9 @@ impl<T> Side<T> {
     }
 }
 
-/// The tape of a bridged copy: the rule's, and which sides were active (`[dst, src]`).
-struct BridgeTape {
-    tape: CopyTape,
+/// The tape of a bridged call: the rule's, and which sides were active (`[dst, src]`).
+struct BridgeTape<Tp> {
+    tape: Tp,
     active: [bool; 2],
 }
 
@@ -169,77 +155,101 @@ fn pattern<T>(d: Resolved<T>, s: Resolved<T>) -> Result<[bool; 2], AdError> {
     }
 }
 
-/// The `extern "C"` primal of a pointer copy: runs the copy through the rule object (every check
-/// of the rule applies), as the function is called outside differentiation.
+fn primal_of<T>(r: Resolved<T>) -> *mut T {
+    match r {
+        Resolved::Dup(p, _) | Resolved::Const(p) => p,
+    }
+}
+
+/// What every bridge does first: the rule object (with the stream of the call's handles), then
+/// both sides checked against what it reaches and resolved.
+///
+/// # Safety
+/// As `Side::resolve` for `dst` and `src`.
+unsafe fn prepare<'s, T, R>(
+    make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
+    dst: &Side<T>,
+    src: &Side<T>,
+) -> Result<(Streams<'s>, R, Resolved<T>, Resolved<T>), AdError>
+where
+    T: Differentiable,
+    R: AdRule<'s, T>,
+{
+    // A source exactly where the rule has one: a null `Const` source is for a memset only.
+    if R::SOURCE == matches!(src, Side::Absent) || matches!(dst, Side::Absent) {
+        return Err(AdError::Handle {
+            what: "src",
+            why: "the sides do not fit the rule (a memset has no source; a copy has both)".into(),
+        });
+    }
+    // SAFETY: this function's contract.
+    let st = unsafe { streams(dst, src)? };
+    let rule = make(st)?;
+    // SAFETY: this function's contract.
+    let (d, s) = unsafe {
+        (
+            dst.resolve("dst", |w, len| rule.fits(0, w, len))?,
+            src.resolve("src", |w, len| rule.fits(1, w, len))?,
+        )
+    };
+    Ok((st, rule, d, s))
+}
+
+/// The `extern "C"` primal: runs the call through the rule object (every check of the rule
+/// applies), as the function is called outside differentiation.
 ///
 /// # Safety
 /// As `Side::resolve` for `dst` and `src`; the rule's contract (the primitive's) for the
 /// pointers the sides hold.
-pub unsafe fn copy_primal<'s, T, R>(
+pub unsafe fn bridge_primal<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-    extent: [usize; 3],
 ) where
     T: Differentiable,
-    R: RawCopyRule<'s, T>,
+    R: AdRule<'s, T>,
 {
-    let [dst_off, src_off, n] = extent;
     let _ = record((name, Bridge::Primal), || {
         // SAFETY: this function's contract.
-        let d = unsafe { dst.resolve("dst", dst_off, n)? };
-        let s = unsafe { src.resolve("src", src_off, n)? };
+        let (st, mut rule, d, s) = unsafe { prepare(make, &dst, &src)? };
         let (d, s) = (primal_of(d), primal_of(s));
-        // SAFETY: this function's contract.
-        let st = unsafe { streams(&dst, &src)? };
-        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
-        let ran = unsafe { rule.forward(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule);
+        let ran = unsafe { rule.fwd(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule);
         finished(st, ran)
     });
 }
 
-/// The forward rule of a pointer copy, Enzyme's forward-mode calling convention (each argument
-/// followed by its shadow slot): the rule's `forward` on the resolved activities, `d_dst ←
-/// d_src` (or `← 0` for an inactive source).
+/// The forward rule, Enzyme's forward-mode calling convention (each argument followed by its
+/// shadow slot): the rule's `forward` on the resolved activities (for a copy, `d_dst ← d_src`,
+/// or `← 0` for an inactive source).
 ///
 /// # Safety
-/// As [`copy_aug`].
-pub unsafe fn copy_fwd<'s, T, R>(
+/// As [`bridge_aug`].
+pub unsafe fn bridge_fwd<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-    extent: [usize; 3],
 ) where
     T: Differentiable,
-    R: RawCopyRule<'s, T>,
+    R: AdRule<'s, T>,
 {
-    let [dst_off, src_off, n] = extent;
     let _ = record((name, Bridge::Fwd), || {
         // SAFETY: this function's contract.
-        let (dd, ds) = unsafe {
-            (
-                dst.resolve("dst", dst_off, n)?,
-                src.resolve("src", src_off, n)?,
-            )
-        };
+        let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         pattern(dd, ds)?;
-        // SAFETY: this function's contract.
-        let st = unsafe { streams(&dst, &src)? };
-        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let ran = unsafe {
             match (dd, ds) {
-                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.forward(
+                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.fwd(
                     Duplicated::new(d, d_d),
                     Duplicated::new(s.cast_const(), d_s),
                 ),
                 (Resolved::Dup(d, d_d), Resolved::Const(s)) => {
-                    rule.forward(Duplicated::new(d, d_d), Const(s.cast_const()))
+                    rule.fwd(Duplicated::new(d, d_d), Const(s.cast_const()))
                 }
-                (d, s) => rule.forward(Const(primal_of(d)), Const(primal_of(s).cast_const())),
+                (d, s) => rule.fwd(Const(primal_of(d)), Const(primal_of(s).cast_const())),
             }
         }
         .map_err(AdError::Rule);
@@ -251,7 +261,7 @@ pub unsafe fn copy_fwd<'s, T, R>(
 /// record that work on the buffers only when an `AdPair` is dropped, and a forgotten one
 /// (`mem::forget` is safe) never is: waiting here keeps a later free, or host read, of the
 /// buffers after the copy, whatever the caller does with its pairs.
-fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
+pub(super) fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
     let waited = match st.0 {
         Some(s) => s.synchronize().map_err(|e| AdError::Rule(Error::primal(e))),
         None => Ok(()),
@@ -261,110 +271,85 @@ fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R, AdError> {
     Ok(r)
 }
 
-fn primal_of<T>(r: Resolved<T>) -> *mut T {
-    match r {
-        Resolved::Dup(p, _) | Resolved::Const(p) => p,
-    }
-}
-
-/// The augmented primal of a pointer copy: the rule's `augmented_primal` on the resolved
-/// activities; returns the boxed tape, or null after recording the error.
+/// The augmented primal: the rule's `augmented_primal` on the resolved activities; returns the
+/// boxed tape, or null after recording the error.
 ///
 /// # Safety
-/// As [`copy_primal`], the shadows included.
-pub unsafe fn copy_aug<'s, T, R>(
+/// As [`bridge_primal`], the shadows included.
+pub unsafe fn bridge_aug<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-    extent: [usize; 3],
 ) -> *mut c_void
 where
     T: Differentiable,
-    R: RawCopyRule<'s, T>,
+    R: AdRule<'s, T>,
 {
-    let [dst_off, src_off, n] = extent;
     record((name, Bridge::Aug), || {
         // SAFETY: this function's contract.
-        let (dd, ds) = unsafe {
-            (
-                dst.resolve("dst", dst_off, n)?,
-                src.resolve("src", src_off, n)?,
-            )
-        };
+        let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         let active = pattern(dd, ds)?;
-        // SAFETY: this function's contract.
-        let st = unsafe { streams(&dst, &src)? };
-        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let tape = unsafe {
             match (dd, ds) {
-                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.augmented_primal(
+                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.aug(
                     Duplicated::new(d, d_d),
                     Duplicated::new(s.cast_const(), d_s),
                 ),
                 (Resolved::Dup(d, d_d), Resolved::Const(s)) => {
-                    rule.augmented_primal(Duplicated::new(d, d_d), Const(s.cast_const()))
+                    rule.aug(Duplicated::new(d, d_d), Const(s.cast_const()))
                 }
-                (d, s) => {
-                    rule.augmented_primal(Const(primal_of(d)), Const(primal_of(s).cast_const()))
-                }
+                (d, s) => rule.aug(Const(primal_of(d)), Const(primal_of(s).cast_const())),
             }
         }
         .map_err(AdError::Rule);
         let tape = finished(st, tape)?;
-        Ok(Box::into_raw(Box::new(BridgeTape { tape, active })).cast::<c_void>())
+        let boxed = Box::new(BridgeTape::<R::Tape> { tape, active });
+        Ok(Box::into_raw(boxed).cast::<c_void>())
     })
     .unwrap_or(core::ptr::null_mut())
 }
 
-/// The reverse of a pointer copy: the rule's `reverse` with the tape of [`copy_aug`].
+/// The reverse: the rule's `reverse` with the tape of [`bridge_aug`].
 ///
 /// # Safety
-/// As [`copy_aug`]; `tape` is null or what [`copy_aug`] returned for this call, not used again.
-pub unsafe fn copy_rev<'s, T, R>(
+/// As [`bridge_aug`]; `tape` is null or what [`bridge_aug`] returned for this call (the same rule
+/// type `R`), not used again.
+pub unsafe fn bridge_rev<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-    extent: [usize; 3],
     tape: *mut c_void,
 ) where
     T: Differentiable,
-    R: RawCopyRule<'s, T>,
+    R: AdRule<'s, T>,
 {
-    let [dst_off, src_off, n] = extent;
     let _ = record((name, Bridge::Rev), || {
         if tape.is_null() {
             return Err(AdError::NoTape);
         }
-        // SAFETY: a tape of `copy_aug`, taken once (this function's contract).
-        let BridgeTape { tape, active } = unsafe { *Box::from_raw(tape.cast::<BridgeTape>()) };
+        // SAFETY: a tape of `bridge_aug` for this `R`, taken once (this function's contract).
+        let BridgeTape { tape, active } =
+            unsafe { *Box::from_raw(tape.cast::<BridgeTape<R::Tape>>()) };
         // SAFETY: this function's contract.
-        let (dd, ds) = unsafe {
-            (
-                dst.resolve("dst", dst_off, n)?,
-                src.resolve("src", src_off, n)?,
-            )
-        };
+        let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         if pattern(dd, ds)? != active {
             return Err(AdError::ActivityChanged { what: "dst or src" });
         }
-        // SAFETY: this function's contract.
-        let st = unsafe { streams(&dst, &src)? };
-        let mut rule = make(st)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let ran = unsafe {
             match (dd, ds) {
-                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.reverse(
+                (Resolved::Dup(d, d_d), Resolved::Dup(s, d_s)) => rule.rev(
                     tape,
                     Duplicated::new(d, d_d),
                     Duplicated::new(s.cast_const(), d_s),
                 ),
                 (Resolved::Dup(d, d_d), Resolved::Const(s)) => {
-                    rule.reverse(tape, Duplicated::new(d, d_d), Const(s.cast_const()))
+                    rule.rev(tape, Duplicated::new(d, d_d), Const(s.cast_const()))
                 }
-                (d, s) => rule.reverse(tape, Const(primal_of(d)), Const(primal_of(s).cast_const())),
+                (d, s) => rule.rev(tape, Const(primal_of(d)), Const(primal_of(s).cast_const())),
             }
         }
         .map_err(AdError::Rule);

@@ -15,8 +15,6 @@ unsafe fn panicking(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usiz
     panic!("the primitive panicked at n = {n}");
 }
 
-const EXTENT: [usize; 3] = [0, 0, 3];
-
 /// A host slice and its shadow as a bridge sees them; `inactive`: Enzyme's inactive slot.
 fn slice(p: &mut [f32; 3], d: &mut [f32; 3], inactive: bool) -> Side<f32> {
     let p = p.as_mut_ptr();
@@ -34,12 +32,11 @@ fn active_source_and_destination_move_the_cotangent() {
     let (mut x, mut dx, mut y, mut dy) = ([1.0, 2.0, 3.0], [0.0; 3], [0.0; 3], [0.0; 3]);
     // SAFETY: live arrays of 3 elements.
     let tape = unsafe {
-        copy_aug(
+        bridge_aug(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, false),
             slice(&mut x, &mut dx, false),
-            EXTENT,
         )
     };
     assert!(!tape.is_null(), "{}", error_text());
@@ -47,12 +44,11 @@ fn active_source_and_destination_move_the_cotangent() {
     dy = [2.0, 4.0, 6.0];
     // SAFETY: as above, and the tape of that call.
     unsafe {
-        copy_rev(
+        bridge_rev(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, false),
             slice(&mut x, &mut dx, false),
-            EXTENT,
             tape,
         )
     };
@@ -65,24 +61,22 @@ fn an_inactive_source_is_const_and_untouched() {
     let (mut x, mut dx, mut y, mut dy) = ([1.0, 2.0, 3.0], [0.0; 3], [0.0; 3], [0.0; 3]);
     // SAFETY: live arrays of 3 elements.
     let tape = unsafe {
-        copy_aug(
+        bridge_aug(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, false),
             slice(&mut x, &mut dx, true),
-            EXTENT,
         )
     };
     assert!(!tape.is_null(), "{}", error_text());
     dy = [5.0; 3];
     // SAFETY: as above.
     unsafe {
-        copy_rev(
+        bridge_rev(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, false),
             slice(&mut x, &mut dx, true),
-            EXTENT,
             tape,
         )
     };
@@ -97,24 +91,22 @@ fn an_inactive_destination_of_an_active_source_is_refused() {
     let (mut x, mut dx, mut y, mut dy) = ([1.0, 2.0, 3.0], [0.0; 3], [0.0; 3], [0.0; 3]);
     // SAFETY: live arrays of 3 elements.
     let tape = unsafe {
-        copy_aug(
+        bridge_aug(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, true),
             slice(&mut x, &mut dx, false),
-            EXTENT,
         )
     };
     assert!(tape.is_null());
     assert_eq!(y, [0.0; 3], "nothing copied");
     // SAFETY: as above; a null tape.
     unsafe {
-        copy_rev(
+        bridge_rev(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, true),
             slice(&mut x, &mut dx, false),
-            EXTENT,
             tape,
         )
     };
@@ -133,24 +125,22 @@ fn both_inactive_copy_and_do_nothing_more() {
     let (mut x, mut dx, mut y, mut dy) = ([1.0, 2.0, 3.0], [0.0; 3], [0.0; 3], [0.0; 3]);
     // SAFETY: live arrays of 3 elements.
     let tape = unsafe {
-        copy_aug(
+        bridge_aug(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, true),
             slice(&mut x, &mut dx, true),
-            EXTENT,
         )
     };
     assert!(!tape.is_null(), "{}", error_text());
     assert_eq!(y, x);
     // SAFETY: as above.
     unsafe {
-        copy_rev(
+        bridge_rev(
             "t",
-            |_| Ok(host_copy_rule(3)),
+            |_| Ok(Linear(host_copy_rule(3))),
             slice(&mut y, &mut dy, true),
             slice(&mut x, &mut dx, true),
-            EXTENT,
             tape,
         )
     };
@@ -163,12 +153,11 @@ fn a_panic_is_caught_at_the_edge() {
     let (mut x, mut dx, mut y, mut dy) = ([1.0, 2.0, 3.0], [0.0; 3], [0.0; 3], [0.0; 3]);
     // SAFETY: live arrays of 3 elements.
     let tape = unsafe {
-        copy_aug(
+        bridge_aug(
             "p",
-            |_| Ok(panicking_rule(3)),
+            |_| Ok(Linear(panicking_rule(3))),
             slice(&mut y, &mut dy, false),
             slice(&mut x, &mut dx, false),
-            EXTENT,
         )
     };
     assert!(tape.is_null());
@@ -198,12 +187,12 @@ fn handles_are_checked_for_kind_pairing_and_length() {
     ) = (ha, hda, hb, hdb);
     // SAFETY: live handles.
     unsafe {
-        let ok = Side::Handle(ha, hda, MemoryKind::Host).resolve("x", 0, 3);
+        let ok = Side::Handle(ha, hda, MemoryKind::Host).resolve("x", fits(0, 3));
         assert!(matches!(ok, Ok(Resolved::Dup(..))));
-        let inactive = Side::Handle(ha, ha, MemoryKind::Host).resolve("x", 0, 3);
+        let inactive = Side::Handle(ha, ha, MemoryKind::Host).resolve("x", fits(0, 3));
         assert!(matches!(inactive, Ok(Resolved::Const(..))));
         let kind = Side::Handle(ha, hda, MemoryKind::Device)
-            .resolve("x", 0, 3)
+            .resolve("x", fits(0, 3))
             .err()
             .unwrap();
         assert!(
@@ -212,7 +201,7 @@ fn handles_are_checked_for_kind_pairing_and_length() {
             "{kind}"
         );
         let swapped = Side::Handle(hda, ha, MemoryKind::Host)
-            .resolve("x", 0, 3)
+            .resolve("x", fits(0, 3))
             .err()
             .unwrap();
         assert!(
@@ -220,7 +209,7 @@ fn handles_are_checked_for_kind_pairing_and_length() {
             "{swapped}"
         );
         let other = Side::Handle(ha, hdb, MemoryKind::Host)
-            .resolve("x", 0, 3)
+            .resolve("x", fits(0, 3))
             .err()
             .unwrap();
         assert!(
@@ -228,7 +217,7 @@ fn handles_are_checked_for_kind_pairing_and_length() {
             "{other}"
         );
         let long = Side::Handle(hb, hdb, MemoryKind::Host)
-            .resolve("x", 1, 2)
+            .resolve("x", fits(1, 2))
             .err()
             .unwrap();
         assert!(
@@ -237,6 +226,14 @@ fn handles_are_checked_for_kind_pairing_and_length() {
             "{long}"
         );
     }
+}
+
+/// What a pointer copy of `n` elements from `offset` reaches, as `Side::resolve` asks.
+fn fits(
+    offset: usize,
+    n: usize,
+) -> impl FnOnce(&'static str, usize) -> Result<(), crate::autodiff::AdError> {
+    move |what, len| super::rules::linear_fits(what, offset, n, len)
 }
 
 /// A pair of host buffers (no stream needed for host memory).
