@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The host test suites under Miri (undefined behaviour, aliasing, leaks), under both of Miri's
 # aliasing models, Stacked Borrows and Tree Borrows:
-#   - rules-runtime: unit tests (--lib) and doc tests;
+#   - rules-runtime: unit tests (--lib, with the autodiff bridges) and doc tests;
 #   - rules-tests: the host-only integration tests activities, adjoint, errors, seed_round_trip,
 #     soundness.
 # Not run: tests/tests/gpu.rs and multi_gpu.rs (they need a GPU; Miri cannot load the driver, so
@@ -39,7 +39,7 @@ tests_flags=(-p rules-tests --test activities --test errors --test seed_round_tr
 groups=(runtime-lib adjoint tests-other runtime-doc)
 group_args() {
     case $1 in
-    runtime-lib) echo "-p rules-runtime --lib" ;;
+    runtime-lib) echo "-p rules-runtime --lib --features autodiff" ;;
     runtime-doc) echo "-p rules-runtime --doc" ;;
     adjoint) echo "-p rules-tests --test adjoint" ;;
     tests-other) echo "${tests_flags[*]}" ;;

@@ -159,12 +159,20 @@ pub(crate) fn record<R>(
     CALLS[which as usize].fetch_add(1, Relaxed);
     let out = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(AdError::Panic(
-            p.downcast_ref::<&str>()
+        Err(p) => {
+            let message = p
+                .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "(not a string)".into()),
-        )),
+                .unwrap_or_else(|| "(not a string)".into());
+            // A payload whose `Drop` panics must not unwind out of the `extern "C"` edge either
+            // (that aborts the process): dropped under `catch_unwind`, and a second payload is
+            // leaked rather than dropped.
+            if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(p))) {
+                core::mem::forget(again);
+            }
+            Err(AdError::Panic(message))
+        }
     };
     out.map_err(|error| {
         let what = match which {
@@ -174,7 +182,8 @@ pub(crate) fn record<R>(
             Bridge::Rev => "reverse",
         };
         let bridge = format!("{name} ({what})");
-        ERRORS.with(|e| e.borrow_mut().push(BridgeError { bridge, error }));
+        // During the thread's teardown the list is gone: the error is dropped, not a panic.
+        let _ = ERRORS.try_with(|e| e.borrow_mut().push(BridgeError { bridge, error }));
     })
     .ok()
 }

@@ -113,12 +113,20 @@ pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
     rayon::broadcast(|_| ());
     // At least one element of the widest type (complex f64), which the rehearsal below stages.
     let small = bytes.clamp(16, MIN_BYTES);
-    let small_pinned_bytes = pool::reserve(ctx, Memory::PinnedHost, small, 2)?;
-    let pipeline_pinned_bytes = if bytes >= MIN_BYTES {
-        pool::reserve(ctx, Memory::PinnedHost, PIPELINE_BYTES, 1)?
-    } else {
-        0
-    };
+    // A capture in global mode on another stream would refuse these allocations (and be
+    // invalidated by them) in the thread's default mode.
+    let (small_pinned_bytes, pipeline_pinned_bytes) = pool::with_relaxed_capture(|| {
+        let small_bytes = pool::reserve(ctx, Memory::PinnedHost, small, 2)?;
+        let pipeline_bytes = if bytes >= MIN_BYTES {
+            pool::reserve(ctx, Memory::PinnedHost, PIPELINE_BYTES, 1)?
+        } else {
+            0
+        };
+        // The rehearsal's device buffer, allocated on its first lease.
+        let n = small.min(4096).div_ceil(4) * 4;
+        pool::reserve(ctx, Memory::Device, n, 1)?;
+        Ok((small_bytes, pipeline_bytes))
+    })?;
     // The first launch, memset and device → host copy on a stream, and a pooled buffer's first
     // lease, cost more than the next ones: rehearsed here on pooled buffers.
     crate::device::kernels::rehearse(stream, small.min(4096))?;

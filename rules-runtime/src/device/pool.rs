@@ -342,6 +342,24 @@ fn kernels_locked(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     Ok(*entry(&mut all, ctx).kernels.get_or_insert(loaded))
 }
 
+/// Runs `f` with this thread's stream-capture interaction mode relaxed, then restores it: an
+/// allocation in `f` (`cuMemAllocHost`) is then neither refused nor does it invalidate a capture
+/// in global mode on another stream (review of issue 22). It enqueues nothing on any stream, so
+/// no capture can record it; the caller refuses its own stream's capture first.
+pub(crate) fn with_relaxed_capture<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: exchanges this thread's mode with a valid one; the old one comes back in `mode`.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver("cuThreadExchangeStreamCaptureMode"))?;
+    let r = f();
+    // SAFETY: as above, restoring the mode this thread had.
+    let restored = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+        .result()
+        .map_err(driver("cuThreadExchangeStreamCaptureMode (restore)"));
+    r.and_then(|r| restored.map(|()| r))
+}
+
 /// Makes `ctx`'s pool hold at least `count` idle buffers of `memory` of at least `bytes` each,
 /// allocating the missing ones (sized as a lease would size them). Returns the bytes of such
 /// buffers the pool holds. Buffers leased at the moment are not counted.

@@ -158,7 +158,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
         let (p, gp) = address(primal, on)?;
         let (s, gs) = address(shadow, on)?;
         let stream = stream.map_or(core::ptr::null(), core::ptr::from_ref);
-        let handle = |ptr, partner, role| AdBuf {
+        let handle = |ptr, partner, role, stream| AdBuf {
             ptr,
             len,
             partner,
@@ -167,8 +167,11 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
             role,
         };
         Ok(AdPair {
-            primal: handle(p, s, PRIMAL),
-            shadow: handle(s, p, SHADOW),
+            primal: handle(p, s, PRIMAL, stream),
+            // The shadow carries no stream: it is the handle safe code can move (`split` gives it
+            // as `&mut`, so `mem::swap` can put it in a pair that outlives its own), and the
+            // bridges take the stream from primals only.
+            shadow: handle(s, p, SHADOW, core::ptr::null()),
             _guards: [gp, gs],
             _borrow: PhantomData,
         })
@@ -224,3 +227,5 @@ unsafe impl<const N: usize> Sync for Registration<N> {}
 mod tests;
 #[cfg(test)]
 mod tests_region;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_review;

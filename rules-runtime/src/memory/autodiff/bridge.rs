@@ -32,6 +32,12 @@ pub enum Side<T> {
 pub struct Streams<'s>(Option<&'s Arc<CudaStream>>);
 
 impl<'s> Streams<'s> {
+    /// The guard that waits for the stream if the bridge unwinds ([`UnwindWait`]); `finished`
+    /// waits on every other path.
+    pub(super) fn wait_on_unwind(self) -> UnwindWait<'s> {
+        UnwindWait(self.0)
+    }
+
     /// The stream, or the error that a rule with a stream got no handle that carries one.
     pub fn get(self) -> Result<&'s Arc<CudaStream>, AdError> {
         self.0.ok_or(AdError::Handle {
@@ -43,7 +49,9 @@ impl<'s> Streams<'s> {
     }
 }
 
-/// The stream of the call's handles; an error when two disagree.
+/// The stream of the call's primal handles; an error when two disagree. A handle that is not a
+/// primal is skipped here, its stream never read (a shadow handle moved out of its pair by
+/// `mem::swap` may outlive the pair's stream), and refused by `Side::resolve`.
 ///
 /// # Safety
 /// As `Side::resolve`.
@@ -51,9 +59,9 @@ pub(super) unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Stre
     let mut found: Option<*const Arc<CudaStream>> = None;
     for side in [dst, src] {
         if let Side::Handle(h, _, _) = *side {
-            // SAFETY: a live handle, by this function's contract.
-            let s = unsafe { (*h).stream };
-            if s.is_null() {
+            // SAFETY: a live handle, by this function's contract; its role is a plain field.
+            let (role, s) = unsafe { ((*h).role, (*h).stream) };
+            if role != PRIMAL || s.is_null() {
                 continue;
             }
             match found {
@@ -70,7 +78,33 @@ pub(super) unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Stre
         }
     }
     // SAFETY: as above; the pair (and so the `Arc`) outlives the bridge's call.
-    Ok(Streams(found.map(|s| unsafe { &*s })))
+    let found = found.map(|s| unsafe { &*s });
+    // The bridges wait for their stream before returning, which a capture refuses (and is
+    // invalidated by): refused before anything is enqueued, as every host route is.
+    if let Some(s) = found
+        && crate::ops::capturing(s).map_err(AdError::Rule)?
+    {
+        return Err(AdError::Rule(Error::Capturing {
+            op: "a std::autodiff bridge (it waits for its stream)",
+        }));
+    }
+    Ok(Streams(found))
+}
+
+/// Waits for the stream when dropped during a panic: a rule that panics after enqueuing work
+/// skips `finished`, and the work must not outlive the bridge (the caller may forget its pairs).
+pub(super) struct UnwindWait<'s>(Option<&'s Arc<CudaStream>>);
+
+impl Drop for UnwindWait<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking()
+            && let Some(s) = self.0
+        {
+            // Nothing to report the error to while unwinding; a failed wait leaves the stream as
+            // the driver left it.
+            let _ = s.synchronize();
+        }
+    }
 }
 
 /// What a side became: both pointers (`Duplicated`), or the primal alone (inactive: `Const`).
@@ -213,6 +247,7 @@ pub unsafe fn bridge_primal<'s, T, R>(
     let _ = record((name, Bridge::Primal), || {
         // SAFETY: this function's contract.
         let (st, mut rule, d, s) = unsafe { prepare(make, &dst, &src)? };
+        let _unwind = st.wait_on_unwind();
         let (d, s) = (primal_of(d), primal_of(s));
         // SAFETY: checked sides; the rule's contract by this function's.
         let ran = unsafe { rule.fwd(Const(d), Const(s.cast_const())) }.map_err(AdError::Rule);
@@ -238,6 +273,7 @@ pub unsafe fn bridge_fwd<'s, T, R>(
     let _ = record((name, Bridge::Fwd), || {
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
+        let _unwind = st.wait_on_unwind();
         pattern(dd, ds)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let ran = unsafe {
@@ -289,6 +325,7 @@ where
     record((name, Bridge::Aug), || {
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
+        let _unwind = st.wait_on_unwind();
         let active = pattern(dd, ds)?;
         // SAFETY: checked sides; the rule's contract by this function's.
         let tape = unsafe {
@@ -335,6 +372,7 @@ pub unsafe fn bridge_rev<'s, T, R>(
             unsafe { *Box::from_raw(tape.cast::<BridgeTape<R::Tape>>()) };
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
+        let _unwind = st.wait_on_unwind();
         if pattern(dd, ds)? != active {
             return Err(AdError::ActivityChanged { what: "dst or src" });
         }

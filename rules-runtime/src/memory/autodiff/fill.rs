@@ -66,6 +66,7 @@ pub unsafe fn fill_primal<'s, T, R>(
     let _ = record((name, Bridge::Primal), || {
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
+        let _unwind = st.wait_on_unwind();
         // SAFETY: a checked side; the rule's contract by this function's.
         let ran = unsafe { rule.forward(Const(primal(d)), Const(v)) }.map_err(AdError::Rule);
         finished(st, ran)
@@ -88,6 +89,7 @@ pub unsafe fn fill_fwd<'s, T, R>(
     let _ = record((name, Bridge::Fwd), || {
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
+        let _unwind = st.wait_on_unwind();
         // SAFETY: a checked side; the rule's contract by this function's.
         let ran = unsafe {
             match d {
@@ -124,6 +126,7 @@ where
     record((name, Bridge::Aug), || {
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
+        let _unwind = st.wait_on_unwind();
         // SAFETY: a checked side; the rule's contract by this function's.
         let tape = unsafe {
             match d {
@@ -164,6 +167,7 @@ where
         let FillTape { tape, active } = unsafe { *Box::from_raw(tape.cast::<FillTape<T>>()) };
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
+        let _unwind = st.wait_on_unwind();
         if matches!(d, Resolved::Dup(..)) != active {
             return Err(AdError::ActivityChanged { what: "dst" });
         }
