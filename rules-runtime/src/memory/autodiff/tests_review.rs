@@ -1,4 +1,8 @@
-//! Review reproducers (review2): what safe code can make the bridges do.
+//! Review reproducers (review2): what safe code could make the bridges do. Each test asserts the
+//! promise; those marked "Was broken" failed (or were UB under Miri) before the fixes that
+//! followed the review (empty boxes checked in `Pitched::check`, streams read from primal handles
+//! only, capture refused, a wait on unwind, the panic payload dropped under `catch_unwind`,
+//! `reserve`'s sizes and capture mode), and are kept as regression tests.
 //!
 //! Host tests go through the generated safe `<name>_ad` functions (the rules below carry
 //! `autodiff`), exactly as a user's code would, and assert the promises of docs/soundness.md and
@@ -105,7 +109,7 @@ fn review_linear_copy_with_n_0_refuses_an_offset_past_the_end() {
     );
 }
 
-/// BROKEN: a memset of 0 elements at an offset far past its buffer is accepted and the primitive
+/// Was broken: a memset of 0 elements at an offset far past its buffer is accepted and the primitive
 /// is called with it; the example's `set_device` / `fill_device` (and this host twin) compute
 /// `dst.add(at)` first: out-of-bounds pointer arithmetic (UB; Miri: "out-of-bounds pointer
 /// arithmetic"), from safe code. A `copy` refuses the same offset (test above).
@@ -124,7 +128,7 @@ fn review_empty_memset_box_far_past_the_buffer_reaches_the_primitive() {
     );
 }
 
-/// BROKEN: a 2D box of width 0 skips every check (`Pitched::check` returns early for an empty
+/// Was broken: a 2D box of width 0 skips every check (`Pitched::check` returns early for an empty
 /// box: no pitch, height or offset check), and the primitive is still called with its height and
 /// pitches: the example's `host_copy2d` steps `dst.add(r * dp / 4)` for every row: out of bounds
 /// (UB under Miri), from safe code.
@@ -143,7 +147,7 @@ fn review_width_0_box_with_rows_far_apart_reaches_the_primitive() {
     );
 }
 
-/// BROKEN: the same call as `review_linear_copy_with_n_0_refuses_an_offset_past_the_end`, on the
+/// Was broken: the same call as `review_linear_copy_with_n_0_refuses_an_offset_past_the_end`, on the
 /// same rule with `restore` (bridged through `Region`): accepted, the primitive called with the
 /// offset (UB under Miri at `dst.add(at)`).
 #[test]
@@ -206,7 +210,7 @@ fn review_handles_are_not_send_or_sync() {
     const { assert!(!<Probe<AdPair<'static, f32>>>::IS && !<SyncProbe<AdPair<'static, f32>>>::IS) };
 }
 
-/// BROKEN (GPU, run with `--ignored review_gpu`): a primitive that enqueues work and then panics.
+/// Was broken (GPU, run with `--ignored review_gpu`): a primitive that enqueues work and then panics.
 /// The panic is caught in `record`, but `finished` (the bridge's wait for its stream) never runs:
 /// the bridge returns with the copy still running on memory the pair borrows. A pair then
 /// forgotten (`mem::forget`, safe) has recorded no event on the buffers, so cudarc's next host
@@ -292,7 +296,7 @@ fn review_gpu_reserve_of_one_byte() {
     assert!(r.is_ok(), "{r:?}");
 }
 
-/// BROKEN (mechanism, host, Miri): `prepare` reads each handle's stream (`streams`) *before*
+/// Was broken (mechanism, host, Miri): `prepare` reads each handle's stream (`streams`) *before*
 /// `resolve` checks that the handle is a primal. A shadow handle can outlive its pair and its
 /// stream (`mem::swap` through `split`'s `&mut AdBuf` into a longer-lived pair: the GPU test
 /// below does it from safe code), and the safe `<name>_ad` takes it as `&AdBuf` (the `&mut`
@@ -345,7 +349,7 @@ unsafe fn rv_d2d(
     }
 }
 
-/// BROKEN (GPU, safe code only): the shadow handle of a dropped pair, whose stream `Arc` (boxed
+/// Was broken (GPU, safe code only): the shadow handle of a dropped pair, whose stream `Arc` (boxed
 /// here, so that it is freed) is gone, passed as the source of `rv_d2d_ad`. The bridge reads the
 /// freed `Arc` in `streams` before refusing the handle's role: the error says "two streams"
 /// (what it read there: the other stream, or whatever reused the memory) where a bridge that
@@ -390,7 +394,7 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
     std::panic::panic_any(Bomb);
 }
 
-/// BROKEN (low): `record` catches the panic but drops its payload outside `catch_unwind`; a
+/// Was broken (low): `record` catches the panic but drops its payload outside `catch_unwind`; a
 /// payload whose `Drop` panics unwinds out of the `extern "C"` primal: the process aborts
 /// ("panic in a function that cannot unwind"). Run in a child process, so that the abort is
 /// observed rather than suffered.
