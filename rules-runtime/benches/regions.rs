@@ -64,13 +64,14 @@ fn boxes<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
     name: &str,
 ) -> R<()> {
     let size = size_of::<T>();
-    let shapes: [(usize, usize, usize); 7] = [
+    let shapes: [(usize, usize, usize); 8] = [
         (8192, 4096, 8192),
         (8192, 4096, 8200),
         (8191, 4096, 8197),
         (1000, 16384, 1024),
         (333, 65536, 347),
         (3, 1 << 22, 4),
+        (1, 1 << 24, 3),
         (1 << 24, 1, 1 << 24),
     ];
     for (w, h, row) in shapes {
@@ -139,13 +140,15 @@ fn sums<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
 ) -> R<()> {
     let size = size_of::<T>();
     let mut value = s.alloc_zeros::<T>(1)?;
-    let cases: [(usize, usize, usize); 6] = [
+    let cases: [(usize, usize, usize); 8] = [
         (1 << 20, 1, 1 << 20),
         (1 << 24, 1, 1 << 24),
         (1 << 26, 1, 1 << 26),
         (1 << 28, 1, 1 << 28),
         (8191, 8192, 8197),
         (3, 1 << 22, 4),
+        (1, 1 << 24, 3),
+        (8, 1 << 21, 9),
     ];
     for (w, h, row) in cases {
         let n = w * h;

@@ -181,6 +181,10 @@ fn sums_are_deterministic_and_accurate() {
         Pitched::linear::<f32>(5, 1_000_003),
         Pitched::rows(3, 1023, 777, 1031 * 4),
         Pitched::slices(1, 3, 5000, 7, 16, 5003),
+        // Narrow rows whose batch steps over whole slices (region_sum_narrow_*: 256 or 32 rows
+        // per block, slices of 3 or 2 rows, padding between slices).
+        Pitched::slices(2, 1, 3, 1000, 8, 5),
+        Pitched::slices(0, 5, 2, 3000, 24, 3),
     ];
     for r in cases {
         let len = len_of(&r);

@@ -45,7 +45,7 @@ def rand(n, dt):
 
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16), ("f64", torch.float64)]
 BOXES = [(8192, 4096, 8192), (8192, 4096, 8200), (8191, 4096, 8197), (1000, 16384, 1024),
-         (333, 65536, 347), (3, 1 << 22, 4), (1 << 24, 1, 1 << 24)]
+         (333, 65536, 347), (3, 1 << 22, 4), (1, 1 << 24, 3), (1 << 24, 1, 1 << 24)]
 
 x = rand(1 << 28, torch.float32)
 y = torch.empty_like(x)
@@ -80,7 +80,7 @@ print("\n## sums: x.sum() (on the device), x.sum().item() (host waits), x.sum(dt
 print("| dtype | n / box | sum() us | GB/s | sum().item() us | sum(float64) us | GB/s |")
 print("|---|---|---|---|---|---|---|")
 SUMS = [(1 << 20, 1, 1 << 20), (1 << 24, 1, 1 << 24), (1 << 26, 1, 1 << 26), (1 << 28, 1, 1 << 28),
-        (8191, 8192, 8197), (3, 1 << 22, 4)]
+        (8191, 8192, 8197), (3, 1 << 22, 4), (1, 1 << 24, 3), (8, 1 << 21, 9)]
 for name, dt in DTYPES:
     size = torch.tensor([], dtype=dt).element_size()
     for w, h, row in SUMS:

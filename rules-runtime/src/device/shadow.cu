@@ -374,16 +374,13 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   `head` reals, whole 16-byte vectors, then a tail. Each thread loads SUM_VECTORS vectors
 //   before adding any, and adds lane j of every vector into its accumulator j; the head and tail
 //   reals go into one accumulator per component.
-// - narrow rows (at most one column of each row per thread): SUM_NARROW_ROWS rows at a time
-//   (Walk::batches), row k of a batch into accumulator k mod 4.
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
+// Narrow rows (at most one column of each row per thread) have kernels of their own,
+// `region_sum_narrow_*` below: their few registers allow full occupancy, which the vector path's
+// registers deny the kernel above.
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
-#endif
-// The runtime's grid (sum.rs) assumes this value.
-#ifndef SUM_NARROW_ROWS
-#define SUM_NARROW_ROWS 8
 #endif
 #ifndef SUM_VECTORS
 #define SUM_VECTORS 4
@@ -517,42 +514,21 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
     for (int c = 0; c < C; c++)
 #pragma unroll
         for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
-    if (step >= width) {
-        // Narrow rows: this thread's one column of SUM_NARROW_ROWS rows at a time.
-        if (first < width) {
-            w.batches<SUM_NARROW_ROWS>([&](u64 r, u64 rs) {
-                S v[SUM_NARROW_ROWS][C];
+    // Pitches are in elements; component c of element x is at x * C + c.
+    for (u64 r = r0; r < n; r += rs) {
+        const S* row = src + w.at(r, pitch, slice) * C;
+        for (u64 x = first; x < width; x += SUM_ROWS * step) {
+            S v[SUM_ROWS][C];
 #pragma unroll
-                for (int k = 0; k < SUM_NARROW_ROWS; k++)
-                    if (r + k * rs < n) {
-                        const S* p = src + (w.at(r + k * rs, pitch, slice) + first) * C;
+            for (int k = 0; k < SUM_ROWS; k++)
+                if (x + k * step < width)
 #pragma unroll
-                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
-                    }
+                    for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
 #pragma unroll
-                for (int k = 0; k < SUM_NARROW_ROWS; k++)
-                    if (r + k * rs < n)
+            for (int k = 0; k < SUM_ROWS; k++)
+                if (x + k * step < width)
 #pragma unroll
-                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
-            });
-        }
-    } else {
-        // Pitches are in elements; component c of element x is at x * C + c.
-        for (u64 r = r0; r < n; r += rs) {
-            const S* row = src + w.at(r, pitch, slice) * C;
-            for (u64 x = first; x < width; x += SUM_ROWS * step) {
-                S v[SUM_ROWS][C];
-#pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
-                    if (x + k * step < width)
-#pragma unroll
-                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
-#pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
-                    if (x + k * step < width)
-#pragma unroll
-                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
-            }
+                    for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
         }
     }
 #pragma unroll
@@ -583,6 +559,105 @@ SUM_KERNEL(f16, SumF16, 1)
 SUM_KERNEL(bf16, SumBF16, 1)
 SUM_KERNEL(c32, SumF32, 2)
 SUM_KERNEL(c64, SumF64, 2)
+
+// Narrow rows (at most one column of each row per thread: rows of fewer than 128 elements): each
+// thread loads its column of R rows (Walk::batches) before adding any, row k of a batch into
+// accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
+// path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
+// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight; the
+// runtime's grid (sum.rs, NARROW_ROWS) assumes these values.
+#ifndef SUM_NARROW_ROWS_4
+#define SUM_NARROW_ROWS_4 16
+#endif
+#ifndef SUM_NARROW_ROWS_8
+#define SUM_NARROW_ROWS_8 8
+#endif
+#ifndef SUM_NARROW_ROWS_16
+#define SUM_NARROW_ROWS_16 4
+#endif
+#ifndef SUM_NARROW_MIN_BLOCKS
+#define SUM_NARROW_MIN_BLOCKS 4
+#endif
+
+// This thread's column of its rows. The rows of a batch are rpb = blockDim.x >> tpr_log2 apart
+// (a power of two); the next row's offset follows from the last one's (y + ry wraps into the next
+// slice at most once), so a batch costs one division, and few registers stay live while its
+// loads are in flight.
+template <typename T, int C, int R, bool SLICES>
+__device__ __forceinline__ void narrow_rows(const typename T::S* src, u64 pitch, u64 slice, const Walk& w,
+                                            double (&acc)[C][4]) {
+    typedef typename T::S S;
+    const u64 n = w.n_rows(), height = w.height;
+    const unsigned rpb_log2 = 8 - w.tpr_log2;  // SUM_THREADS = 256 threads per block
+    const u64 rpb = 1ull << rpb_log2;
+    const u64 qz = rpb / height, ry = rpb - qz * height;
+    // Offsets in elements; u64 arithmetic wraps, so a negative step is fine.
+    const u64 d1 = qz * slice + ry * pitch, d2 = d1 + slice - height * pitch;
+    const u64 col = w.first();
+    w.batches<R>([&](u64 r, u64) {
+        const u64 m = (n - r + rpb - 1) >> rpb_log2;  // rows of this batch in the box (r < n)
+        u64 z = r / height, y = r - z * height;
+        const u64 at0 = z * slice + y * pitch + col;
+        u64 at = at0;
+        S v[R][C];
+#pragma unroll
+        for (int k = 0; k < R; k++) {
+            // Rows past the box's end (the last batch only) load the batch's first row again and
+            // are not added: the loads need no branch, so they all issue back to back.
+            const S* p = src + ((u64)k < m ? at : at0) * C;
+#pragma unroll
+            for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+            if (SLICES) {
+                y += ry;
+                const bool wrap = y >= height;
+                if (wrap) y -= height;
+                at += wrap ? d2 : d1;
+            } else {
+                at += d1;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < R; k++)
+            if ((u64)k < m)
+#pragma unroll
+                for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+    });
+}
+
+template <typename T, int C, int R>
+__device__ __forceinline__ void region_sum_narrow(const typename T::S* src, u64 pitch, u64 slice, Walk w,
+                                                  double* partials) {
+    __shared__ double sh[SUM_THREADS / 32];
+    double acc[C][4];
+#pragma unroll
+    for (int c = 0; c < C; c++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
+    // Boxes of several slices take half as many rows at a time (the runtime's grid assumes it):
+    // their offsets take more registers.
+    if (w.first() < w.width) {
+        if (w.depth > 1) narrow_rows<T, C, (R > 1 ? R / 2 : 1), true>(src, pitch, slice, w, acc);
+        else narrow_rows<T, C, R, false>(src, pitch, slice, w, acc);
+    }
+    const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
+    for (int c = 0; c < C; c++) {
+        double t = block_sum((acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]), sh);
+        if (threadIdx.x == 0) partials[block * C + c] = t;
+    }
+}
+
+#define SUM_NARROW_KERNEL(NAME, T, C, R)                                                            \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, SUM_NARROW_MIN_BLOCKS)               \
+        region_sum_narrow_##NAME(const T::S* src, u64 p, u64 s, Walk w, double* out) {           \
+        region_sum_narrow<T, C, R>(src, p, s, w, out);                                              \
+    }
+
+SUM_NARROW_KERNEL(f32, SumF32, 1, SUM_NARROW_ROWS_4)
+SUM_NARROW_KERNEL(f64, SumF64, 1, SUM_NARROW_ROWS_8)
+SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_4)
+SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_4)
+SUM_NARROW_KERNEL(c32, SumF32, 2, SUM_NARROW_ROWS_8)
+SUM_NARROW_KERNEL(c64, SumF64, 2, SUM_NARROW_ROWS_16)
 
 // This thread's share of `blocks` partials of `comps` components, component c: partials
 // threadIdx.x, + SUM_THREADS, ... added in that order; eight loads in flight.
@@ -685,10 +760,10 @@ extern "C" __global__ void surface_zero_b16(u64 s, unsigned dims, int x, int y, 
 
 // ---- Reverses with a CUDA array on one side and device memory on the other, in one pass: the
 // array box is read (and written) through the array's surface, so nothing is staged through linear
-// memory. MODE 0: lin += arr; 1: lin += arr, arr = 0; 2: arr += lin; 3: arr += lin, lin = 0.
-// T is the real type's struct, C the components per element (2 for complex), P the surface word
-// of one element. The linear box is `lin` with strides `row` and `slice` in elements; the array
-// box starts at element (x0, y0, z0) and is w x h x gridDim.z elements, as for surface_zero.
+// memory. MODE 0: lin += arr; 1: lin += arr, arr = 0; 2: arr += lin; 3: arr += lin, lin = 0
+// (bit 2 besides: see below). T is the real type's struct, C the components per element (2 for
+// complex), P the surface word of one element. The linear box is `lin` with strides `row` and
+// `slice` in elements; the array box starts at element (x0, y0, z0) and is w x h x d elements.
 template <typename P> __device__ __forceinline__ P surf_load(u64 s, unsigned dims, int bx, int y, int z) {
     if (dims == 1) return surf1Dread<P>(s, bx);
     if (dims == 2) return surf2Dread<P>(s, bx, y);
@@ -701,42 +776,47 @@ template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, uns
 }
 
 // Each thread takes ARRAY_PASS_ELEMS elements, a block's height apart (a block's width apart
-// for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array and
-// from the linear box, before it stores any: with one element per thread too few loads were in
-// flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to match.
+// for 1D arrays, whose blocks are one row of threads; one slice apart when `mode` has bit 2, for
+// 3D arrays, whose block-linear tiles span several slices), and loads all of them, from the array
+// and from the linear box, before it stores any: with one element per thread too few loads were
+// in flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to
+// match; `d` is the box's depth from z0 (grid.z covers it, ARRAY_PASS_ELEMS slices per block
+// with bit 2).
 #ifndef ARRAY_PASS_ELEMS
 #define ARRAY_PASS_ELEMS 4
 #endif
 
 template <typename T, int C, typename P>
 __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
-                                           typename T::S* lin, u64 row, u64 slice, unsigned mode) {
+                                           typename T::S* lin, u64 row, u64 slice, unsigned mode, int d) {
     typedef typename T::S S;
     union Word { P p; S s[C]; };
     const int E = ARRAY_PASS_ELEMS;
-    const bool along_x = blockDim.y == 1;
+    const bool along_x = blockDim.y == 1, along_z = !along_x && (mode & 4);
+    const bool along_y = !along_x && !along_z;
+    mode &= 3;
     const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
-    const int dx = along_x ? blockDim.x : 0, dy = along_x ? 0 : blockDim.y;
-    const int az = z0 + (int)blockIdx.z;
+    const int y = blockIdx.y * blockDim.y * (along_y ? E : 1) + threadIdx.y;
+    const int z = (int)blockIdx.z * (along_z ? E : 1);
+    const int dx = along_x ? blockDim.x : 0, dy = along_y ? blockDim.y : 0, dz = along_z ? 1 : 0;
     Word a[E];
     S l[E][C];
 #pragma unroll
     for (int k = 0; k < E; k++) {
-        const int xk = x + k * dx, yk = y + k * dy;
-        if (xk < w && yk < h) {
-            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, az);
-            const S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+        const int xk = x + k * dx, yk = y + k * dy, zk = z + k * dz;
+        if (xk < w && yk < h && zk < d) {
+            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, z0 + zk);
+            const S* lk = lin + ((u64)zk * slice + (u64)yk * row + (u64)xk) * C;
 #pragma unroll
             for (int c = 0; c < C; c++) l[k][c] = lk[c];
         }
     }
 #pragma unroll
     for (int k = 0; k < E; k++) {
-        const int xk = x + k * dx, yk = y + k * dy;
-        if (xk < w && yk < h) {
-            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk;
-            S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+        const int xk = x + k * dx, yk = y + k * dy, zk = z + k * dz;
+        if (xk < w && yk < h && zk < d) {
+            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk, az = z0 + zk;
+            S* lk = lin + ((u64)zk * slice + (u64)yk * row + (u64)xk) * C;
             if (mode < 2) {
 #pragma unroll
                 for (int c = 0; c < C; c++) lk[c] = T::add(l[k][c], a[k].s[c]);
@@ -761,8 +841,8 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
 #define ARRAY_PASS_KERNEL(NAME, T, C, P)                                                          \
     extern "C" __global__ void array_pass_##NAME(u64 s, unsigned dims, int x, int y, int z, int w, \
                                                  int h, T::S* lin, u64 row, u64 slice,            \
-                                                 unsigned mode) {                                 \
-        array_pass<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode);                       \
+                                                 unsigned mode, int d) {                          \
+        array_pass<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode, d);                    \
     }
 
 ARRAY_PASS_KERNEL(f32, F32, 1, unsigned)
