@@ -95,7 +95,7 @@ fn walk(shape: Shape) -> (Walk, u32, u32) {
 
 /// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
 /// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
-const PASS_ROWS: u64 = 8;
+const PASS_ROWS: u64 = 4;
 const PASS_ROWS_V: u64 = 4;
 
 /// Whether a side's box is one run of elements: its rows follow each other without padding, and
@@ -455,10 +455,6 @@ unsafe fn array_box(
         SurfaceOp::Zero => (16, 16),
         SurfaceOp::Pass { .. } => (64, 4),
     };
-    // Boxes of 3D arrays: a pass kernel's elements lie a slice apart rather than a tile's height
-    // (mode bit 2), since the array's block-linear tiles span several slices (docs/performance.md,
-    // issue 23).
-    let along_z = matches!(op, SurfaceOp::Pass { .. }) && h > 1 && b.dims == 3 && d > 1;
     // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
     let (mut surface, mut dims) = (b.surface, b.dims);
@@ -476,11 +472,10 @@ unsafe fn array_box(
                 lin.addr + z * lin.slice * size as u64,
                 lin.row,
                 lin.slice,
-                mode | if along_z { 4 } else { 0 },
+                mode,
             ),
         };
-        let mut depth = int(slab);
-        let mut params: [*mut core::ffi::c_void; 12] = [
+        let mut params: [*mut core::ffi::c_void; 11] = [
             (&raw mut surface).cast(),
             (&raw mut dims).cast(),
             (&raw mut x).cast(),
@@ -492,28 +487,26 @@ unsafe fn array_box(
             (&raw mut row).cast(),
             (&raw mut slice).cast(),
             (&raw mut mode).cast(),
-            (&raw mut depth).cast(),
         ];
         let used = match op {
             SurfaceOp::Zero => 7,
-            SurfaceOp::Pass { .. } => 12,
+            SurfaceOp::Pass { .. } => 11,
         };
         // A pass kernel takes PASS_ELEMS elements per thread, a block's height apart (a block's
-        // width for 1D arrays, a slice for 3D ones).
-        let (ex, ey, ez) = match op {
-            SurfaceOp::Zero => (1, 1, 1),
-            SurfaceOp::Pass { .. } if h == 1 => (PASS_ELEMS, 1, 1),
-            SurfaceOp::Pass { .. } if along_z => (1, 1, PASS_ELEMS),
-            SurfaceOp::Pass { .. } => (1, PASS_ELEMS, 1),
+        // width for 1D arrays).
+        let (ex, ey) = match op {
+            SurfaceOp::Zero => (1, 1),
+            SurfaceOp::Pass { .. } if h == 1 => (PASS_ELEMS, 1),
+            SurfaceOp::Pass { .. } => (1, PASS_ELEMS),
         };
         let grid = (
             w.div_ceil(block.0 * ex) as u32,
             h.div_ceil(block.1 * ey) as u32,
-            slab.div_ceil(ez) as u32,
+            slab as u32,
         );
         // SAFETY: `params` matches the kernel (`surface_zero_b*`: u64, u32, i32 × 5;
-        // `array_pass_*`: those, then a pointer, u64, u64, u32, i32) and outlives the call; the
-        // boxes are valid by the caller's contract.
+        // `array_pass_*`: those, then a pointer, u64, u64, u32) and outlives the call; the boxes
+        // are valid by the caller's contract.
         unsafe {
             cudarc::driver::result::launch_kernel(
                 f,

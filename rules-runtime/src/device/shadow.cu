@@ -171,7 +171,7 @@ extern "C" __global__ void empty_kernel() {}
 // Rows a thread loads before it stores any, for narrow rows (accumulate kernels, elements and
 // 16-byte vectors); the runtime's grid (region.rs) assumes these values.
 #ifndef PASS_ROWS
-#define PASS_ROWS 8
+#define PASS_ROWS 4
 #endif
 #ifndef PASS_ROWS_V
 #define PASS_ROWS_V 4
@@ -374,13 +374,18 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   `head` reals, whole 16-byte vectors, then a tail. Each thread loads SUM_VECTORS vectors
 //   before adding any, and adds lane j of every vector into its accumulator j; the head and tail
 //   reals go into one accumulator per component.
+// - narrow rows (at most one column of each row per thread): SUM_NARROW_ROWS rows at a time
+//   (Walk::batches), row k of a batch into accumulator k mod 4. The runtime sends narrow rows to
+//   `region_sum_narrow_*` below instead, whose registers allow more blocks per SM; this path
+//   stays because without it nvcc compiles the others differently, and the f32 and c32 sums
+//   ran 19-62% slower (docs/performance.md, issue 23).
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
-// Narrow rows (at most one column of each row per thread) have kernels of their own,
-// `region_sum_narrow_*` below: their few registers allow full occupancy, which the vector path's
-// registers deny the kernel above.
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
+#endif
+#ifndef SUM_NARROW_ROWS
+#define SUM_NARROW_ROWS 8
 #endif
 #ifndef SUM_VECTORS
 #define SUM_VECTORS 4
@@ -514,21 +519,42 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
     for (int c = 0; c < C; c++)
 #pragma unroll
         for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
-    // Pitches are in elements; component c of element x is at x * C + c.
-    for (u64 r = r0; r < n; r += rs) {
-        const S* row = src + w.at(r, pitch, slice) * C;
-        for (u64 x = first; x < width; x += SUM_ROWS * step) {
-            S v[SUM_ROWS][C];
+    if (step >= width) {
+        // Narrow rows: this thread's one column of SUM_NARROW_ROWS rows at a time.
+        if (first < width) {
+            w.batches<SUM_NARROW_ROWS>([&](u64 r, u64 rs) {
+                S v[SUM_NARROW_ROWS][C];
 #pragma unroll
-            for (int k = 0; k < SUM_ROWS; k++)
-                if (x + k * step < width)
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                    if (r + k * rs < n) {
+                        const S* p = src + (w.at(r + k * rs, pitch, slice) + first) * C;
 #pragma unroll
-                    for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
+                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+                    }
 #pragma unroll
-            for (int k = 0; k < SUM_ROWS; k++)
-                if (x + k * step < width)
+                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                    if (r + k * rs < n)
 #pragma unroll
-                    for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+            });
+        }
+    } else {
+        // Pitches are in elements; component c of element x is at x * C + c.
+        for (u64 r = r0; r < n; r += rs) {
+            const S* row = src + w.at(r, pitch, slice) * C;
+            for (u64 x = first; x < width; x += SUM_ROWS * step) {
+                S v[SUM_ROWS][C];
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width)
+#pragma unroll
+                        for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width)
+#pragma unroll
+                        for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+            }
         }
     }
 #pragma unroll
@@ -565,7 +591,9 @@ SUM_KERNEL(c64, SumF64, 2)
 // accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
 // path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
 // loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight; the
-// runtime's grid (sum.rs, NARROW_ROWS) assumes these values.
+// runtime's grid (sum.rs, narrow_rows) assumes these values. The launch bounds hold the
+// registers to 4 blocks per SM (5 for f32 and bf16, which spill a few bytes there and gain
+// 3-10%; f16 and f64 lost as much at 5: tools/kernel-explore/explore10.cu).
 #ifndef SUM_NARROW_ROWS_4
 #define SUM_NARROW_ROWS_4 16
 #endif
@@ -575,8 +603,11 @@ SUM_KERNEL(c64, SumF64, 2)
 #ifndef SUM_NARROW_ROWS_16
 #define SUM_NARROW_ROWS_16 4
 #endif
-#ifndef SUM_NARROW_MIN_BLOCKS
-#define SUM_NARROW_MIN_BLOCKS 4
+#ifndef SUM_NARROW_BLOCKS
+#define SUM_NARROW_BLOCKS 4
+#endif
+#ifndef SUM_NARROW_BLOCKS_F32
+#define SUM_NARROW_BLOCKS_F32 5
 #endif
 
 // This thread's column of its rows. The rows of a batch are rpb = blockDim.x >> tpr_log2 apart
@@ -595,7 +626,10 @@ __device__ __forceinline__ void narrow_rows(const typename T::S* src, u64 pitch,
     const u64 d1 = qz * slice + ry * pitch, d2 = d1 + slice - height * pitch;
     const u64 col = w.first();
     w.batches<R>([&](u64 r, u64) {
-        const u64 m = (n - r + rpb - 1) >> rpb_log2;  // rows of this batch in the box (r < n)
+        // The batch's first row of this thread: past the box's end in the last batch when the box
+        // ends within it (and always, when it has fewer rows than a block's row groups).
+        if (r >= n) return;
+        const u64 m = (n - r + rpb - 1) >> rpb_log2;  // rows of this batch in the box
         u64 z = r / height, y = r - z * height;
         const u64 at0 = z * slice + y * pitch + col;
         u64 at = at0;
@@ -646,18 +680,18 @@ __device__ __forceinline__ void region_sum_narrow(const typename T::S* src, u64 
     }
 }
 
-#define SUM_NARROW_KERNEL(NAME, T, C, R)                                                            \
-    extern "C" __global__ void __launch_bounds__(SUM_THREADS, SUM_NARROW_MIN_BLOCKS)               \
+#define SUM_NARROW_KERNEL(NAME, T, C, R, BLOCKS)                                                    \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                              \
         region_sum_narrow_##NAME(const T::S* src, u64 p, u64 s, Walk w, double* out) {           \
         region_sum_narrow<T, C, R>(src, p, s, w, out);                                              \
     }
 
-SUM_NARROW_KERNEL(f32, SumF32, 1, SUM_NARROW_ROWS_4)
-SUM_NARROW_KERNEL(f64, SumF64, 1, SUM_NARROW_ROWS_8)
-SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_4)
-SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_4)
-SUM_NARROW_KERNEL(c32, SumF32, 2, SUM_NARROW_ROWS_8)
-SUM_NARROW_KERNEL(c64, SumF64, 2, SUM_NARROW_ROWS_16)
+SUM_NARROW_KERNEL(f32, SumF32, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
+SUM_NARROW_KERNEL(f64, SumF64, 1, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
+SUM_NARROW_KERNEL(c32, SumF32, 2, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(c64, SumF64, 2, SUM_NARROW_ROWS_16, SUM_NARROW_BLOCKS)
 
 // This thread's share of `blocks` partials of `comps` components, component c: partials
 // threadIdx.x, + SUM_THREADS, ... added in that order; eight loads in flight.
@@ -760,10 +794,10 @@ extern "C" __global__ void surface_zero_b16(u64 s, unsigned dims, int x, int y, 
 
 // ---- Reverses with a CUDA array on one side and device memory on the other, in one pass: the
 // array box is read (and written) through the array's surface, so nothing is staged through linear
-// memory. MODE 0: lin += arr; 1: lin += arr, arr = 0; 2: arr += lin; 3: arr += lin, lin = 0
-// (bit 2 besides: see below). T is the real type's struct, C the components per element (2 for
-// complex), P the surface word of one element. The linear box is `lin` with strides `row` and
-// `slice` in elements; the array box starts at element (x0, y0, z0) and is w x h x d elements.
+// memory. MODE 0: lin += arr; 1: lin += arr, arr = 0; 2: arr += lin; 3: arr += lin, lin = 0.
+// T is the real type's struct, C the components per element (2 for complex), P the surface word
+// of one element. The linear box is `lin` with strides `row` and `slice` in elements; the array
+// box starts at element (x0, y0, z0) and is w x h x gridDim.z elements, as for surface_zero.
 template <typename P> __device__ __forceinline__ P surf_load(u64 s, unsigned dims, int bx, int y, int z) {
     if (dims == 1) return surf1Dread<P>(s, bx);
     if (dims == 2) return surf2Dread<P>(s, bx, y);
@@ -776,47 +810,42 @@ template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, uns
 }
 
 // Each thread takes ARRAY_PASS_ELEMS elements, a block's height apart (a block's width apart
-// for 1D arrays, whose blocks are one row of threads; one slice apart when `mode` has bit 2, for
-// 3D arrays, whose block-linear tiles span several slices), and loads all of them, from the array
-// and from the linear box, before it stores any: with one element per thread too few loads were
-// in flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to
-// match; `d` is the box's depth from z0 (grid.z covers it, ARRAY_PASS_ELEMS slices per block
-// with bit 2).
+// for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array and
+// from the linear box, before it stores any: with one element per thread too few loads were in
+// flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to match.
 #ifndef ARRAY_PASS_ELEMS
 #define ARRAY_PASS_ELEMS 4
 #endif
 
 template <typename T, int C, typename P>
 __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
-                                           typename T::S* lin, u64 row, u64 slice, unsigned mode, int d) {
+                                           typename T::S* lin, u64 row, u64 slice, unsigned mode) {
     typedef typename T::S S;
     union Word { P p; S s[C]; };
     const int E = ARRAY_PASS_ELEMS;
-    const bool along_x = blockDim.y == 1, along_z = !along_x && (mode & 4);
-    const bool along_y = !along_x && !along_z;
-    mode &= 3;
+    const bool along_x = blockDim.y == 1;
     const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y * (along_y ? E : 1) + threadIdx.y;
-    const int z = (int)blockIdx.z * (along_z ? E : 1);
-    const int dx = along_x ? blockDim.x : 0, dy = along_y ? blockDim.y : 0, dz = along_z ? 1 : 0;
+    const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
+    const int dx = along_x ? blockDim.x : 0, dy = along_x ? 0 : blockDim.y;
+    const int az = z0 + (int)blockIdx.z;
     Word a[E];
     S l[E][C];
 #pragma unroll
     for (int k = 0; k < E; k++) {
-        const int xk = x + k * dx, yk = y + k * dy, zk = z + k * dz;
-        if (xk < w && yk < h && zk < d) {
-            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, z0 + zk);
-            const S* lk = lin + ((u64)zk * slice + (u64)yk * row + (u64)xk) * C;
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, az);
+            const S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
 #pragma unroll
             for (int c = 0; c < C; c++) l[k][c] = lk[c];
         }
     }
 #pragma unroll
     for (int k = 0; k < E; k++) {
-        const int xk = x + k * dx, yk = y + k * dy, zk = z + k * dz;
-        if (xk < w && yk < h && zk < d) {
-            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk, az = z0 + zk;
-            S* lk = lin + ((u64)zk * slice + (u64)yk * row + (u64)xk) * C;
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk;
+            S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
             if (mode < 2) {
 #pragma unroll
                 for (int c = 0; c < C; c++) lk[c] = T::add(l[k][c], a[k].s[c]);
@@ -841,8 +870,8 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
 #define ARRAY_PASS_KERNEL(NAME, T, C, P)                                                          \
     extern "C" __global__ void array_pass_##NAME(u64 s, unsigned dims, int x, int y, int z, int w, \
                                                  int h, T::S* lin, u64 row, u64 slice,            \
-                                                 unsigned mode, int d) {                          \
-        array_pass<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode, d);                    \
+                                                 unsigned mode) {                                 \
+        array_pass<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode);                       \
     }
 
 ARRAY_PASS_KERNEL(f32, F32, 1, unsigned)
