@@ -16,17 +16,21 @@
 //!   both returning their result to the host (cuBLAS in its default host pointer mode, which
 //!   waits for the result, as `sum_region` does); and added on the stream into a value's shadow
 //!   (`accumulate_sum_region`, no host wait), the form `x.sum()` in PyTorch has.
-//! - The same 2D boxes and sums in f16, bf16 and f64 (same shapes and pitches in elements).
+//! - The same 2D boxes and sums in f16, bf16 and f64 (same shapes and pitches in elements), and
+//!   the sums of complex elements (c32, c64).
 //!
 //! PyTorch's figures for the same shapes come from `tools/torch-compare/regions.py`, run beside
 //! this bench.
 
 use half::{bf16, f16};
+use num_complex::Complex;
 use rules_runtime::cudarc::cublas::{CudaBlas, sys as blas};
 use rules_runtime::cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits, sys,
 };
+use rules_runtime::memory::MemoryKind;
 use rules_runtime::memory::array::CudaArray;
+use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{
     Differentiable, On, Pitched, accumulate_and_zero_region, accumulate_region,
     accumulate_sum_region, sum_region, zero_region,
@@ -64,13 +68,14 @@ fn boxes<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
     name: &str,
 ) -> R<()> {
     let size = size_of::<T>();
-    let shapes: [(usize, usize, usize); 7] = [
+    let shapes: [(usize, usize, usize); 8] = [
         (8192, 4096, 8192),
         (8192, 4096, 8200),
         (8191, 4096, 8197),
         (1000, 16384, 1024),
         (333, 65536, 347),
         (3, 1 << 22, 4),
+        (1, 1 << 24, 3),
         (1 << 24, 1, 1 << 24),
     ];
     for (w, h, row) in shapes {
@@ -139,13 +144,15 @@ fn sums<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
 ) -> R<()> {
     let size = size_of::<T>();
     let mut value = s.alloc_zeros::<T>(1)?;
-    let cases: [(usize, usize, usize); 6] = [
+    let cases: [(usize, usize, usize); 8] = [
         (1 << 20, 1, 1 << 20),
         (1 << 24, 1, 1 << 24),
         (1 << 26, 1, 1 << 26),
         (1 << 28, 1, 1 << 28),
         (8191, 8192, 8197),
         (3, 1 << 22, 4),
+        (1, 1 << 24, 3),
+        (8, 1 << 21, 9),
     ];
     for (w, h, row) in cases {
         let n = w * h;
@@ -196,6 +203,57 @@ fn sums<T: Differentiable + DeviceRepr + ValidAsZeroBits>(
     Ok(())
 }
 
+/// The sums of complex elements (`C` = `Complex<F>`): packed runs and the two pitched boxes of
+/// [`sums`]. Complex numbers are no cudarc `DeviceRepr`: the data are `2n` reals of type `F`,
+/// summed through a raw view of the same bytes as `n` complex elements.
+fn complex_sums<F>(s: &Arc<CudaStream>, name: &str) -> R<()>
+where
+    F: Differentiable + DeviceRepr + ValidAsZeroBits,
+    Complex<F>: Differentiable,
+{
+    let size = 2 * size_of::<F>();
+    let mut value = s.alloc_zeros::<F>(2)?;
+    let (pv, _gv) = value.device_ptr_mut(s);
+    // SAFETY: `value` holds two reals, one complex element, and lives past every use of the view.
+    let mut value_c =
+        unsafe { RawShadow::new(MemoryKind::Device, pv as *mut Complex<F>, 0, 1, "value")? };
+    let cases: [(usize, usize, usize); 5] = [
+        (1 << 20, 1, 1 << 20),
+        (1 << 24, 1, 1 << 24),
+        (1 << 26, 1, 1 << 26),
+        (8191, 8192, 8197),
+        (3, 1 << 22, 4),
+    ];
+    for (w, h, row) in cases {
+        let n = w * h;
+        let len = (h - 1) * row + w;
+        let x = common::random::<F, Box<dyn std::error::Error>>(s, 2 * len, 3)?;
+        let (px, _gx) = x.device_ptr(s);
+        // SAFETY: `x` holds `2 * len` reals, `len` complex elements, and outlives the view.
+        let xc = unsafe { RawShadow::new(MemoryKind::Device, px as *mut Complex<F>, 0, len, "x")? };
+        let r = Pitched::rows(0, w, h, row * size);
+        let ours = median_us(s, n * size, || {
+            std::hint::black_box(sum_region(On::stream(s), &xc, r)?);
+            Ok(())
+        })?;
+        let on_stream = median_us(s, n * size, || {
+            Ok(accumulate_sum_region(On::stream(s), &mut value_c, &xc, r)?)
+        })?;
+        let bytes = (n * size) as f64;
+        let what = if h == 1 {
+            format!("{n}")
+        } else {
+            format!("{w}x{h} (pitch {} B)", row * size)
+        };
+        println!(
+            "| {name} | {what} | {ours:.1} | {:.0} | - | - | - | {on_stream:.1} | {:.0} |",
+            gbs(bytes, ours),
+            gbs(bytes, on_stream)
+        );
+    }
+    Ok(())
+}
+
 fn main() -> R<()> {
     let ctx = match rules_runtime::cuda::context(0) {
         Ok(c) => c,
@@ -232,6 +290,8 @@ fn main() -> R<()> {
     sums::<f16>(&s, "f16", None)?;
     sums::<bf16>(&s, "bf16", None)?;
     sums::<f64>(&s, "f64", None)?;
+    complex_sums::<f32>(&s, "c32")?;
+    complex_sums::<f64>(&s, "c64")?;
 
     println!(
         "\n## CUDA array reverses with device memory, one pass through the surface, vs the staged route's parts timed alone (f32)"

@@ -181,6 +181,10 @@ fn sums_are_deterministic_and_accurate() {
         Pitched::linear::<f32>(5, 1_000_003),
         Pitched::rows(3, 1023, 777, 1031 * 4),
         Pitched::slices(1, 3, 5000, 7, 16, 5003),
+        // Narrow rows whose batch steps over whole slices (region_sum_narrow_*: 256 or 32 rows
+        // per block, slices of 3 or 2 rows, padding between slices).
+        Pitched::slices(2, 1, 3, 1000, 8, 5),
+        Pitched::slices(0, 5, 2, 3000, 24, 3),
     ];
     for r in cases {
         let len = len_of(&r);
@@ -275,6 +279,48 @@ fn sums_are_deterministic_and_accurate() {
     .iter()
     .fold(Complex::new(0.0f32, 0.0), |a, &i| a + hc[i]);
     assert_eq!(sum_region(On::stream(&s), &dc, rc).unwrap(), wc);
+}
+
+/// Narrow boxes with fewer rows than a block's row groups, or whose last batch ends early: the
+/// narrow sum kernels read no row past the box's end. Everything after the box (in the same
+/// allocation, so a stray read is no fault) is 1e30, which any stray row would add.
+#[test]
+#[ignore = "needs a GPU"]
+fn narrow_sums_read_no_row_past_the_box() {
+    let s = gpu();
+    let cases = [
+        Pitched::rows(0, 1, 100, 8),
+        Pitched::rows(1, 3, 50, 16),
+        Pitched::rows(0, 5, 1000, 28),
+        Pitched::slices(0, 2, 3, 10, 12, 4),
+    ];
+    for r in cases {
+        let len = len_of(&r) + (1 << 16);
+        let mut host = vec![1e30f32; len];
+        let mut want = 0.0f64;
+        for (k, &i) in indices(&r).iter().enumerate() {
+            host[i] = (k % 64) as f32 / 64.0;
+            want += f64::from(host[i]);
+        }
+        let d = s.clone_htod(&host).unwrap();
+        assert_eq!(
+            f64::from(sum_region(On::stream(&s), &d, r).unwrap()),
+            want,
+            "{r:?}"
+        );
+        // The same box in f64 (the same element indices, twice the bytes per pitch).
+        let r64 = Pitched {
+            pitch: r.pitch * 2,
+            ..r
+        };
+        let h64: Vec<f64> = host.iter().map(|&v| f64::from(v)).collect();
+        let d64 = s.clone_htod(&h64).unwrap();
+        assert_eq!(
+            sum_region(On::stream(&s), &d64, r64).unwrap(),
+            want,
+            "{r64:?}"
+        );
+    }
 }
 
 /// More than 2^31 elements: the kernels index in 64 bits.

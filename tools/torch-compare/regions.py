@@ -9,7 +9,9 @@ below: the bench's rule), 3 warm-up calls, median of the repetitions, per call.
   `a.add_(b)` and `a.copy_(b)` (R+W).
 - Sums: `x.sum()` (result stays on the device, as `accumulate_sum_region`), `x.sum().item()` (the
   host waits, as `sum_region`), and `x.sum(dtype=torch.float64)` (f64 accumulation, as ours);
-  for packed runs and the two pitched boxes of the bench.
+  for packed runs and the pitched boxes of the bench.
+- Complex sums (c32, c64): `x.sum()` and `x.sum().item()` on the packed runs and boxes of the
+  bench's complex rows.
 - Ceiling: `y.copy_(x)` of 256M f32.
 """
 import argparse
@@ -45,7 +47,7 @@ def rand(n, dt):
 
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16), ("f64", torch.float64)]
 BOXES = [(8192, 4096, 8192), (8192, 4096, 8200), (8191, 4096, 8197), (1000, 16384, 1024),
-         (333, 65536, 347), (3, 1 << 22, 4), (1 << 24, 1, 1 << 24)]
+         (333, 65536, 347), (3, 1 << 22, 4), (1, 1 << 24, 3), (1 << 24, 1, 1 << 24)]
 
 x = rand(1 << 28, torch.float32)
 y = torch.empty_like(x)
@@ -80,7 +82,7 @@ print("\n## sums: x.sum() (on the device), x.sum().item() (host waits), x.sum(dt
 print("| dtype | n / box | sum() us | GB/s | sum().item() us | sum(float64) us | GB/s |")
 print("|---|---|---|---|---|---|---|")
 SUMS = [(1 << 20, 1, 1 << 20), (1 << 24, 1, 1 << 24), (1 << 26, 1, 1 << 26), (1 << 28, 1, 1 << 28),
-        (8191, 8192, 8197), (3, 1 << 22, 4)]
+        (8191, 8192, 8197), (3, 1 << 22, 4), (1, 1 << 24, 3), (8, 1 << 21, 9)]
 for name, dt in DTYPES:
     size = torch.tensor([], dtype=dt).element_size()
     for w, h, row in SUMS:
@@ -93,5 +95,23 @@ for name, dt in DTYPES:
         t_f64 = time_us(lambda: v.sum(dtype=torch.float64), box)
         what = f"{w}" if h == 1 else f"{w}x{h} (pitch {row * size} B)"
         print(f"| {name} | {what} | {t_dev:.1f} | {box / t_dev / 1e3:.0f} | {t_host:.1f} | {t_f64:.1f} | {box / t_f64 / 1e3:.0f} |")
+        del flat, v
+    torch.cuda.empty_cache()
+
+print("\n## complex sums: x.sum() (on the device), x.sum().item() (host waits)")
+print("| dtype | n / box | sum() us | GB/s | sum().item() us |")
+print("|---|---|---|---|---|")
+CSUMS = [(1 << 20, 1, 1 << 20), (1 << 24, 1, 1 << 24), (1 << 26, 1, 1 << 26), (8191, 8192, 8197), (3, 1 << 22, 4)]
+for name, dt, real in [("c32", torch.complex64, torch.float32), ("c64", torch.complex128, torch.float64)]:
+    size = torch.tensor([], dtype=dt).element_size()
+    for w, h, row in CSUMS:
+        n = (h - 1) * row + w
+        flat = torch.complex(rand(n, real), rand(n, real) / 2)
+        v = flat if h == 1 else flat.as_strided((h, w), (row, 1))
+        box = w * h * size
+        t_dev = time_us(lambda: v.sum(), box)
+        t_host = time_us(lambda: v.sum().item(), box)
+        what = f"{w}" if h == 1 else f"{w}x{h} (pitch {row * size} B)"
+        print(f"| {name} | {what} | {t_dev:.1f} | {box / t_dev / 1e3:.0f} | {t_host:.1f} |")
         del flat, v
     torch.cuda.empty_cache()

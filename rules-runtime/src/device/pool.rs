@@ -72,8 +72,10 @@ pub(crate) struct Kernels {
     pub(crate) region: [[sys::CUfunction; 4]; 2],
     /// `region_fill_b2`, `_b4`, `_b8`, `_b16`.
     pub(crate) fill: [sys::CUfunction; 4],
-    /// `region_sum_*`, indexed like [`super::region::SUMS`], and `region_sum_finish`.
+    /// `region_sum_*` and `region_sum_narrow_*`, indexed like [`super::region::SUMS`], and
+    /// `region_sum_finish`.
     pub(crate) sum: [sys::CUfunction; 6],
+    pub(crate) sum_narrow: [sys::CUfunction; 6],
     pub(crate) sum_finish: sys::CUfunction,
     /// `region_sum_add_*`, indexed like [`super::region::SUMS`].
     pub(crate) sum_add: [sys::CUfunction; 6],
@@ -469,8 +471,10 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         surface_zero[i] = function(format!("surface_zero_b{bytes}"))?;
     }
     let mut sum = [core::ptr::null_mut(); 6];
+    let mut sum_narrow = [core::ptr::null_mut(); 6];
     for (i, name) in super::region::SUMS.iter().enumerate() {
         sum[i] = function(format!("region_sum_{name}"))?;
+        sum_narrow[i] = function(format!("region_sum_narrow_{name}"))?;
     }
     let sum_finish = function("region_sum_finish".into())?;
     let mut sum_add = [core::ptr::null_mut(); 6];
@@ -487,6 +491,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
         region,
         fill,
         sum,
+        sum_narrow,
         sum_finish,
         sum_add,
         surface_zero,

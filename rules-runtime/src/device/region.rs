@@ -95,7 +95,7 @@ fn walk(shape: Shape) -> (Walk, u32, u32) {
 
 /// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
 /// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
-const PASS_ROWS: u64 = 8;
+const PASS_ROWS: u64 = 4;
 const PASS_ROWS_V: u64 = 4;
 
 /// Whether a side's box is one run of elements: its rows follow each other without padding, and

@@ -171,7 +171,7 @@ extern "C" __global__ void empty_kernel() {}
 // Rows a thread loads before it stores any, for narrow rows (accumulate kernels, elements and
 // 16-byte vectors); the runtime's grid (region.rs) assumes these values.
 #ifndef PASS_ROWS
-#define PASS_ROWS 8
+#define PASS_ROWS 4
 #endif
 #ifndef PASS_ROWS_V
 #define PASS_ROWS_V 4
@@ -375,13 +375,15 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   before adding any, and adds lane j of every vector into its accumulator j; the head and tail
 //   reals go into one accumulator per component.
 // - narrow rows (at most one column of each row per thread): SUM_NARROW_ROWS rows at a time
-//   (Walk::batches), row k of a batch into accumulator k mod 4.
+//   (Walk::batches), row k of a batch into accumulator k mod 4. The runtime sends narrow rows to
+//   `region_sum_narrow_*` below instead, whose registers allow more blocks per SM; this path
+//   stays because without it nvcc compiles the others differently, and the f32 and c32 sums
+//   ran 19-62% slower (docs/performance.md, issue 23).
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
 #endif
-// The runtime's grid (sum.rs) assumes this value.
 #ifndef SUM_NARROW_ROWS
 #define SUM_NARROW_ROWS 8
 #endif
@@ -583,6 +585,113 @@ SUM_KERNEL(f16, SumF16, 1)
 SUM_KERNEL(bf16, SumBF16, 1)
 SUM_KERNEL(c32, SumF32, 2)
 SUM_KERNEL(c64, SumF64, 2)
+
+// Narrow rows (at most one column of each row per thread: rows of fewer than 128 elements): each
+// thread loads its column of R rows (Walk::batches) before adding any, row k of a batch into
+// accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
+// path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
+// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight; the
+// runtime's grid (sum.rs, narrow_rows) assumes these values. The launch bounds hold the
+// registers to 4 blocks per SM (5 for f32 and bf16, which spill a few bytes there and gain
+// 3-10%; f16 and f64 lost as much at 5: tools/kernel-explore/explore10.cu).
+#ifndef SUM_NARROW_ROWS_4
+#define SUM_NARROW_ROWS_4 16
+#endif
+#ifndef SUM_NARROW_ROWS_8
+#define SUM_NARROW_ROWS_8 8
+#endif
+#ifndef SUM_NARROW_ROWS_16
+#define SUM_NARROW_ROWS_16 4
+#endif
+#ifndef SUM_NARROW_BLOCKS
+#define SUM_NARROW_BLOCKS 4
+#endif
+#ifndef SUM_NARROW_BLOCKS_F32
+#define SUM_NARROW_BLOCKS_F32 5
+#endif
+
+// This thread's column of its rows. The rows of a batch are rpb = blockDim.x >> tpr_log2 apart
+// (a power of two); the next row's offset follows from the last one's (y + ry wraps into the next
+// slice at most once), so a batch costs one division, and few registers stay live while its
+// loads are in flight.
+template <typename T, int C, int R, bool SLICES>
+__device__ __forceinline__ void narrow_rows(const typename T::S* src, u64 pitch, u64 slice, const Walk& w,
+                                            double (&acc)[C][4]) {
+    typedef typename T::S S;
+    const u64 n = w.n_rows(), height = w.height;
+    const unsigned rpb_log2 = 8 - w.tpr_log2;  // SUM_THREADS = 256 threads per block
+    const u64 rpb = 1ull << rpb_log2;
+    const u64 qz = rpb / height, ry = rpb - qz * height;
+    // Offsets in elements; u64 arithmetic wraps, so a negative step is fine.
+    const u64 d1 = qz * slice + ry * pitch, d2 = d1 + slice - height * pitch;
+    const u64 col = w.first();
+    w.batches<R>([&](u64 r, u64) {
+        // The batch's first row of this thread: past the box's end in the last batch when the box
+        // ends within it (and always, when it has fewer rows than a block's row groups).
+        if (r >= n) return;
+        const u64 m = (n - r + rpb - 1) >> rpb_log2;  // rows of this batch in the box
+        u64 z = r / height, y = r - z * height;
+        const u64 at0 = z * slice + y * pitch + col;
+        u64 at = at0;
+        S v[R][C];
+#pragma unroll
+        for (int k = 0; k < R; k++) {
+            // Rows past the box's end (the last batch only) load the batch's first row again and
+            // are not added: the loads need no branch, so they all issue back to back.
+            const S* p = src + ((u64)k < m ? at : at0) * C;
+#pragma unroll
+            for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+            if (SLICES) {
+                y += ry;
+                const bool wrap = y >= height;
+                if (wrap) y -= height;
+                at += wrap ? d2 : d1;
+            } else {
+                at += d1;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < R; k++)
+            if ((u64)k < m)
+#pragma unroll
+                for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
+    });
+}
+
+template <typename T, int C, int R>
+__device__ __forceinline__ void region_sum_narrow(const typename T::S* src, u64 pitch, u64 slice, Walk w,
+                                                  double* partials) {
+    __shared__ double sh[SUM_THREADS / 32];
+    double acc[C][4];
+#pragma unroll
+    for (int c = 0; c < C; c++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
+    // Boxes of several slices take half as many rows at a time (the runtime's grid assumes it):
+    // their offsets take more registers.
+    if (w.first() < w.width) {
+        if (w.depth > 1) narrow_rows<T, C, (R > 1 ? R / 2 : 1), true>(src, pitch, slice, w, acc);
+        else narrow_rows<T, C, R, false>(src, pitch, slice, w, acc);
+    }
+    const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
+    for (int c = 0; c < C; c++) {
+        double t = block_sum((acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]), sh);
+        if (threadIdx.x == 0) partials[block * C + c] = t;
+    }
+}
+
+#define SUM_NARROW_KERNEL(NAME, T, C, R, BLOCKS)                                                    \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                              \
+        region_sum_narrow_##NAME(const T::S* src, u64 p, u64 s, Walk w, double* out) {           \
+        region_sum_narrow<T, C, R>(src, p, s, w, out);                                              \
+    }
+
+SUM_NARROW_KERNEL(f32, SumF32, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
+SUM_NARROW_KERNEL(f64, SumF64, 1, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
+SUM_NARROW_KERNEL(c32, SumF32, 2, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(c64, SumF64, 2, SUM_NARROW_ROWS_16, SUM_NARROW_BLOCKS)
 
 // This thread's share of `blocks` partials of `comps` components, component c: partials
 // threadIdx.x, + SUM_THREADS, ... added in that order; eight loads in flight.

@@ -38,23 +38,33 @@ const VEC_MIN_ROW_BYTES: u64 = 2048;
 /// take before a box needs more than one block per row group, up to [`SUM_BLOCKS`] blocks.
 const VEC_PASSES: u64 = 4;
 const SCALAR_PASSES: u64 = 16;
-/// Narrow rows each thread takes at a time: `SUM_NARROW_ROWS` in `shadow.cu`.
-const NARROW_ROWS: u64 = 8;
+/// Narrow rows each thread of `region_sum_narrow_*` takes at a time, by the bytes of one element:
+/// `SUM_NARROW_ROWS_4`, `_8`, `_16` in `shadow.cu`; half as many for boxes of several slices.
+fn narrow_rows(dtype: Dtype, depth: u64) -> u64 {
+    let rows = match dtype.size() {
+        ..=4 => 16,
+        8 => 8,
+        _ => 4,
+    };
+    if depth > 1 { rows / 2 } else { rows }
+}
 
-/// The launch of a reduction: the kernel's walk, its grid, and the strides (in elements) it
-/// walks the box with.
+/// The launch of a reduction: the kernel's walk, its grid, the strides (in elements) it walks
+/// the box with, and whether the rows are narrow (`region_sum_narrow_*`).
 pub(crate) struct Plan {
     walk: Walk,
     gx: u32,
     gy: u32,
     row: u64,
     slice: u64,
+    narrow: bool,
 }
 
 /// How the reduction walks `src[shape]`: a packed box as one row; rows whose starts share their
 /// alignment modulo 16 bytes, and that hold a few 16-byte vectors, as head, vectors, tail (the
-/// vector path of `region_sum_*`); other boxes element by element. It depends on the box and the
-/// address of its first element modulo 16 only, so the order of additions does too.
+/// vector path of `region_sum_*`); narrow rows (one column per thread) by `region_sum_narrow_*`;
+/// other boxes element by element. It depends on the box and the address of its first element
+/// modulo 16 only, so the order of additions does too.
 pub(crate) fn plan(dtype: Dtype, src: Side, shape: Shape) -> Plan {
     let (mut w, mut h, mut d) = shape;
     let (mut row, mut slice) = (src.row, src.slice);
@@ -82,14 +92,17 @@ pub(crate) fn plan(dtype: Dtype, src: Side, shape: Shape) -> Plan {
         walk.vec = 1;
         (walk, gx, gy)
     } else {
-        walk_with((w, h, d), SCALAR_PASSES, SUM_BLOCKS, NARROW_ROWS)
+        walk_with((w, h, d), SCALAR_PASSES, SUM_BLOCKS, narrow_rows(dtype, d))
     };
+    // The kernels' own test: at most one column of each row per thread.
+    let narrow = !vec && u64::from(gy) << walk.tpr_log2 >= w;
     Plan {
         walk,
         gx,
         gy,
         row,
         slice,
+        narrow,
     }
 }
 
@@ -131,6 +144,7 @@ pub(crate) unsafe fn sum(
         gy,
         row,
         slice,
+        narrow,
     } = plan(dtype, src, shape);
     let mut blocks = u64::from(gx) * u64::from(gy);
     let (mut p, mut r, mut sl, mut part) = (src.addr, row, slice, partials);
@@ -142,11 +156,17 @@ pub(crate) unsafe fn sum(
             (&raw mut walk_).cast(),
             (&raw mut part).cast(),
         ];
-        // SAFETY: the parameters match `region_sum_*` (const S*, u64, u64, Walk, double*).
+        let f = if narrow {
+            loaded.sum_narrow[index]
+        } else {
+            loaded.sum[index]
+        };
+        // SAFETY: the parameters match `region_sum_*` and `region_sum_narrow_*` (const S*, u64,
+        // u64, Walk, double*).
         unsafe {
             launch(
                 stream,
-                loaded.sum[index],
+                f,
                 (gx, gy),
                 &mut params,
                 "cuLaunchKernel (region sum)",
