@@ -122,14 +122,14 @@ pub fn reserve(stream: &CudaStream, bytes: usize) -> Result<Reserved> {
         } else {
             0
         };
-        // The rehearsal's device buffer, allocated on its first lease.
-        let n = small.min(4096).div_ceil(4) * 4;
-        pool::reserve(ctx, Memory::Device, n, 1)?;
+        // The rehearsal's device buffer, which its first lease would allocate.
+        let rehearsal = crate::device::kernels::rehearsal_bytes(small);
+        pool::reserve(ctx, Memory::Device, rehearsal, 1)?;
         Ok((small_bytes, pipeline_bytes))
     })?;
     // The first launch, memset and device → host copy on a stream, and a pooled buffer's first
     // lease, cost more than the next ones: rehearsed here on pooled buffers.
-    crate::device::kernels::rehearse(stream, small.min(4096))?;
+    crate::device::kernels::rehearse(stream, small)?;
     Ok(Reserved {
         small_pinned_bytes,
         pipeline_pinned_bytes,

@@ -197,8 +197,8 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 /// are recorded on `stream`.
 pub(crate) fn rehearse(stream: &CudaStream, bytes: usize) -> Result<()> {
     use pool::{Lease, Memory};
-    let n = bytes.div_ceil(size_of::<f32>()).max(1);
-    let bytes = n * size_of::<f32>();
+    let bytes = rehearsal_bytes(bytes);
+    let n = bytes / size_of::<f32>();
     let mut dev = Lease::new(Memory::Device, bytes, stream, stream)?;
     let mut staged = [
         Lease::new(Memory::PinnedHost, bytes, stream, stream)?,
@@ -215,6 +215,12 @@ pub(crate) fn rehearse(stream: &CudaStream, bytes: usize) -> Result<()> {
         accumulate(stream, &mut dev.view_mut::<f32>(n)?, &p.view::<f32>(n)?)?;
     }
     Ok(())
+}
+
+/// The bytes each buffer of [`rehearse`]`(_, bytes)` leases: whole f32 elements, at least one, at
+/// most 4 KiB (the rehearsal is about first uses, not sizes). `cuda::reserve` pools them first.
+pub(crate) fn rehearsal_bytes(bytes: usize) -> usize {
+    bytes.clamp(1, 4096).div_ceil(size_of::<f32>()) * size_of::<f32>()
 }
 
 /// Sets `bytes` bytes at device address `ptr` to zero on `stream` (all supported element types
