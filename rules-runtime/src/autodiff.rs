@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-pub use crate::memory::autodiff::{AdBuf, AdPair};
+pub use crate::memory::autodiff::{AdArray, AdArrayPair, AdBuf, AdPair};
 
 /// What went wrong in a bridge (a generated `extern "C"` primal, augmented primal or reverse).
 #[derive(Debug, thiserror::Error)]

@@ -219,11 +219,15 @@ pub mod __private {
     pub use ::core;
     /// The `std::autodiff` bridges' runtime side.
     pub mod ad {
+        pub use crate::autodiff::AdArray;
         pub use crate::autodiff::{AdBuf, take_error};
         pub use crate::memory::MemoryKind;
         pub use crate::memory::autodiff::{
-            AdRule, Fill, Linear, Memset, Region, Registration, Side, Streams, bridge_aug,
-            bridge_fwd, bridge_primal, bridge_rev, fill_aug, fill_fwd, fill_primal, fill_rev,
+            AdRule, ArraySide, BufSide, Fill, Linear, Memset, RefFill, RefMemset, RefRegion,
+            Region, Registration, Side, SliceSide, Streams, array_aug, array_fill_aug,
+            array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal, array_rev,
+            bridge_aug, bridge_fwd, bridge_primal, bridge_rev, fill_aug, fill_fwd, fill_primal,
+            fill_rev,
         };
         pub use ::core::ffi::c_void;
     }

@@ -165,6 +165,64 @@ pub unsafe fn fill_bridged<T: Differentiable>(#[dst] dst: *mut T, #[len] n: usiz
     }
 }
 
+/// A copy into a box of a CUDA array with the bridges: the array by an `AdArray` handle, the
+/// linear side, generic over `Linear`, by an `AdBuf` handle of any memory kind (`RawShadow`).
+///
+/// # Errors
+/// A box outside either buffer, or the driver's error.
+#[derivative_rule(copy2d, autodiff(f32, f64))]
+#[allow(clippy::too_many_arguments)]
+pub fn to_array_bridged<T, L>(
+    stream: &std::sync::Arc<rules_runtime::cudarc::driver::CudaStream>,
+    #[dst] dst: &mut rules_runtime::memory::array::CudaArray<T>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[src] src: &L,
+    #[src_pitch] pitch: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) -> rules_runtime::Result<()>
+where
+    T: rules_runtime::memory::array::ArrayElement,
+    L: rules_runtime::memory::linear::Linear<Elem = T> + ?Sized,
+{
+    let shape = (width, height, 1);
+    rules_runtime::memory::linear::linear_to_array(
+        stream,
+        dst,
+        (x, y, 0),
+        src,
+        (pitch, height),
+        shape,
+    )
+}
+
+/// A fill of an array's rows with the bridges.
+///
+/// # Errors
+/// A box outside the array, or the driver's error.
+#[derivative_rule(fill, autodiff)]
+pub fn fill_array_bridged(
+    stream: &std::sync::Arc<rules_runtime::cudarc::driver::CudaStream>,
+    #[dst] dst: &mut rules_runtime::memory::array::CudaArray<f32>,
+    #[value] v: f32,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+) -> rules_runtime::Result<()> {
+    let src = vec![v; width * height];
+    let rows = (width * 4, height);
+    rules_runtime::memory::linear::linear_to_array(
+        stream,
+        dst,
+        (x, y, 0),
+        &src[..],
+        rows,
+        (width, height, 1),
+    )
+}
+
 /// A slice copy of a length it trusts: its rule object holds its arguments sealed, built by an
 /// `unsafe` constructor.
 ///

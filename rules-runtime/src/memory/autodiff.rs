@@ -207,9 +207,15 @@ fn address<'a, B: ShadowMemory + ?Sized>(
     }
 }
 
+mod arrays;
 mod bridge;
 mod fill;
 mod rules;
+pub use arrays::{
+    AdArray, AdArrayPair, AdRefRule, ArraySide, BufSide, RefFill, RefMemset, RefRegion, RefSide,
+    SliceSide, array_aug, array_fill_aug, array_fill_fwd, array_fill_primal, array_fill_rev,
+    array_fwd, array_primal, array_rev,
+};
 pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
 pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
 pub use rules::{AdRule, Linear, Memset, Region};
@@ -225,6 +231,8 @@ unsafe impl<const N: usize> Sync for Registration<N> {}
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_arrays;
 #[cfg(test)]
 mod tests_region;
 #[cfg(all(test, feature = "autodiff"))]

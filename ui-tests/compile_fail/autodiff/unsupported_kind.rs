@@ -3,9 +3,9 @@ use rules_runtime::memory::array::CudaArray;
 use rules_runtime::derivative_rule;
 use std::sync::Arc;
 
-// Bridged: pointer `copy`, `copy2d`, `copy3d`, `memset` and `fill` rules. Not: a slice rule
-// (Enzyme passes raw pointers), a copy to or from a CUDA array (an opaque handle), a collective
-// (ordered by a communicator).
+// Bridged: pointer `copy`, `copy2d`, `copy3d`, `memset` and `fill` rules, and rules with a CUDA
+// array side. Not: a slice rule (Enzyme passes raw pointers), an array rule whose linear side is
+// a `CudaSlice` (no handle makes one), a collective (ordered by a communicator).
 #[derivative_rule(memset, autodiff)]
 fn clear(#[dst] dst: &mut [f32]) {
     dst.fill(0.0);

@@ -78,17 +78,23 @@ pub(super) unsafe fn streams<'s, T>(dst: &Side<T>, src: &Side<T>) -> Result<Stre
         }
     }
     // SAFETY: as above; the pair (and so the `Arc`) outlives the bridge's call.
-    let found = found.map(|s| unsafe { &*s });
-    // The bridges wait for their stream before returning, which a capture refuses (and is
-    // invalidated by): refused before anything is enqueued, as every host route is.
-    if let Some(s) = found
-        && crate::ops::capturing(s).map_err(AdError::Rule)?
-    {
-        return Err(AdError::Rule(Error::Capturing {
-            op: "a std::autodiff bridge (it waits for its stream)",
-        }));
+    Streams::checked(found.map(|s| unsafe { &*s }))
+}
+
+impl<'s> Streams<'s> {
+    /// The stream of a call's primal handles, refused while it captures: the bridges wait for
+    /// their stream before returning, which a capture refuses (and is invalidated by), so the
+    /// call is refused before anything is enqueued, as every host route is.
+    pub(super) fn checked(found: Option<&'s Arc<CudaStream>>) -> Result<Self, AdError> {
+        if let Some(s) = found
+            && crate::ops::capturing(s).map_err(AdError::Rule)?
+        {
+            return Err(AdError::Rule(Error::Capturing {
+                op: "a std::autodiff bridge (it waits for its stream)",
+            }));
+        }
+        Ok(Streams(found))
     }
-    Ok(Streams(found))
 }
 
 /// Waits for the stream when dropped during a panic: a rule that panics after enqueuing work
