@@ -115,7 +115,7 @@ fn kinds_without_a_bridge_are_refused_with_the_reason() {
         (
             "copy2d, autodiff",
             "fn a(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<f32>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
-            "CUDA array",
+            "`CudaSlice<f32>` is none of them",
         ),
         (
             "all_reduce, autodiff",
@@ -127,6 +127,42 @@ fn kinds_without_a_bridge_are_refused_with_the_reason() {
         assert_eq!(errors(&out), 1, "{args}: {out}");
         assert!(out.contains(why), "{args}: {out}");
     }
+}
+
+#[test]
+fn an_array_rule_is_bridged_with_handles_and_its_linear_side_as_a_raw_shadow() {
+    let out = expand(
+        "copy2d, autodiff(f32, f64)",
+        "fn to_arr<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(stream: &Arc<CudaStream>, #[dst] d: &mut CudaArray<T>, #[dst_x] x: usize, #[dst_y] y: usize, #[src] s: &L, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    for piece in [
+        "fn to_arr_ad_f64 (d : & :: rules_runtime :: autodiff :: AdArray < f64 > , x : usize , y : usize , s : & :: rules_runtime :: autodiff :: AdBuf < f64 > , sp : usize , w : usize , h : usize)",
+        ":: rules_runtime :: __private :: ad :: RefRegion (to_arr_rule (__s . get () ? , __a_x , __a_y , __a_sp , __a_w , __a_h))",
+        ":: rules_runtime :: __private :: ad :: array_aug (\"to_arr\"",
+        ":: rules_runtime :: __private :: ad :: ArraySide (__a_d , __d_d)",
+        ":: core :: option :: Option :: Some (:: rules_runtime :: __private :: ad :: BufSide (__a_s , __d_s))",
+    ] {
+        assert!(out.contains(piece), "missing {piece} in {out}");
+    }
+    // A memset of an array has no source; a pageable slice side is a `SliceSide`.
+    let out = expand(
+        "memset, autodiff",
+        "fn z(stream: &CudaStream, #[dst] d: &mut CudaArray<f32>) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(out.contains(":: core :: option :: Option :: None :: < :: rules_runtime :: __private :: ad :: ArraySide < f32 >>"), "{out}");
+    let out = expand(
+        "copy, autodiff",
+        "fn dl(stream: &CudaStream, #[dst] d: &mut [f32], #[src] s: &CudaArray<f32>) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    assert!(
+        out.contains(
+            ":: rules_runtime :: __private :: ad :: SliceSide (__a_d , __a_d_len , __d_d)"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

@@ -167,7 +167,9 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         }
         (_, many) => {
             // Each parameter that is not the element type, at its name.
-            let elem_param = elem.as_ref().and_then(|e| many.iter().find(|g| is_ident(e, g)));
+            let elem_param = elem
+                .as_ref()
+                .and_then(|e| many.iter().find(|g| is_ident(e, g)));
             for g in many.iter().filter(|g| Some(*g) != elem_param) {
                 cx.error_spanned_by(g, format!("`{AUTODIFF}` cannot bridge a rule generic over `{g}`: the bridges fill in the element type (from `{AUTODIFF}(...)`) and an array rule's linear side (`RawShadow<T>`), nothing else"));
             }
