@@ -1,5 +1,5 @@
 //! The cases on the GPU: device, pinned and unified memory, the pitched 2D round trip through
-//! device rows, a device memset and fill.
+//! device rows, a device memset and fill, and the same through CUDA arrays (`arrays.rs`).
 use super::*;
 
 /// The seed: sum(abs2, to_host(to_device(x))), pageable host memory and a device buffer.
@@ -293,6 +293,7 @@ pub(crate) fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         ) && prim == [1.0, 5.0, 5.0]
             && shad == [0.0; 3];
     }
+    ok &= super::arrays::run_arrays(&s)?;
     // A handle of the wrong kind: a device buffer where the rule declares unified memory.
     {
         let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);

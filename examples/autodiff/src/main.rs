@@ -5,7 +5,8 @@
 //!     f(x) = sum(abs2, to_host(to_device(x))),  x = [1, 2, 3]  =>  dx = 2x = [2, 4, 6]
 //!
 //! and beside it a pitched 2D round trip (host -> device rows -> host: dx = 2x in the box, 0 in
-//! the padding), a 3D one, memsets and fills (a fill's value differentiated).
+//! the padding), a 3D one, memsets and fills (a fill's value differentiated), and the seed, the
+//! 2D round trip, a memset and a fill through CUDA arrays.
 //!
 //! The copies are raw-pointer `#[derivative_rule(<kind>, .., autodiff)]` primitives. The
 //! attribute's `autodiff` option generates (with the runtime's `autodiff` feature, Cargo.toml), the
@@ -19,6 +20,7 @@ use rules::*;
 use rules_runtime::autodiff::{AdBuf, AdPair, Calls, calls, take_error};
 use std::autodiff::{autodiff_forward, autodiff_reverse};
 
+mod arrays;
 mod gpu;
 mod host;
 mod rules;

@@ -1,7 +1,10 @@
 //! The copy primitives, annotated: each `#[derivative_rule(.., autodiff)]` also generates
 //! `<name>_ad`, the safe function the differentiated functions call (and the bridges behind it).
 use rules_runtime::cudarc::driver::{CudaStream, DriverError, sys};
+use rules_runtime::memory::array::{ArrayElement, CudaArray};
+use rules_runtime::memory::linear::{self, Linear};
 use rules_runtime::prelude::*;
+use std::sync::Arc;
 
 /// Host -> host: the GPU-free stand-in for both copies of the seed.
 #[derivative_rule(copy, dst = host, src = host, autodiff)]
@@ -285,4 +288,103 @@ pub(crate) unsafe fn host_copy3d(
             unsafe { core::ptr::copy_nonoverlapping(src.add(so), dst.add(do_), w) }
         }
     }
+}
+
+/// Pageable host memory -> a whole 1-D CUDA array (a `copy` with an array side: the rule takes
+/// references; the bridge gets the array as an `AdArray` handle, the slice as a slice).
+#[derivative_rule(copy, autodiff)]
+pub(crate) fn upload_array(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[src] src: &[f32],
+) -> rules_runtime::Result<()> {
+    let (w, h, d) = dst.extent();
+    linear::whole_array(src.len(), (w, h, d)).map_err(rules_runtime::Error::primal)?;
+    linear::linear_to_array(stream, dst, (0, 0, 0), src, (w * 4, h), (w, h, d))
+}
+
+/// A whole CUDA array -> pageable host memory.
+#[derivative_rule(copy, autodiff)]
+pub(crate) fn download_array(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut [f32],
+    #[src] src: &CudaArray<f32>,
+) -> rules_runtime::Result<()> {
+    let (w, h, d) = src.extent();
+    linear::whole_array(dst.len(), (w, h, d)).map_err(rules_runtime::Error::primal)?;
+    linear::array_to_linear(stream, dst, (w * 4, h), src, (0, 0, 0), (w, h, d))
+}
+
+/// Pageable host rows -> a 2-D box of an array at `(x, y)`.
+#[derivative_rule(copy2d, autodiff)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rows_to_array(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[src] src: &[f32],
+    #[src_pitch] pitch: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+) -> rules_runtime::Result<()> {
+    linear::linear_to_array(stream, dst, (x, y, 0), src, (pitch, h), (w, h, 1))
+}
+
+/// A 2-D box of an array -> rows of linear memory of any kind: generic over `Linear`, so the
+/// bridge passes a `RawShadow<f32>` made from an `AdBuf` handle (device memory below).
+#[derivative_rule(copy2d, autodiff(f32))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn array_to_rows<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut L,
+    #[dst_pitch] pitch: usize,
+    #[src] src: &CudaArray<T>,
+    #[src_x] x: usize,
+    #[src_y] y: usize,
+    #[width] w: usize,
+    #[height] h: usize,
+) -> rules_runtime::Result<()> {
+    linear::array_to_linear(stream, dst, (pitch, h), src, (x, y, 0), (w, h, 1))
+}
+
+/// `n` elements of a 1-D array from `at` <- `v` (staged through host memory).
+fn set_run(
+    stream: &CudaStream,
+    dst: &mut CudaArray<f32>,
+    at: usize,
+    n: usize,
+    v: f32,
+) -> rules_runtime::Result<()> {
+    let src = vec![v; n];
+    linear::linear_to_array(stream, dst, (at, 0, 0), &src[..], (n * 4, 1), (n, 1, 1))
+}
+
+/// A memset of a run of a 1-D array (rows placed by `#[dst_x]`, `#[dst_y]`).
+#[derivative_rule(memset, autodiff)]
+pub(crate) fn zero_array_run(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[width] n: usize,
+    #[height] h: usize,
+) -> rules_runtime::Result<()> {
+    let _ = (y, h); // a 1-D array: row 0, one row (the rule checks the box against the array)
+    set_run(stream, dst, x, n, 0.0)
+}
+
+/// A fill of a run of a 1-D array with `v`.
+#[derivative_rule(fill, autodiff)]
+pub(crate) fn fill_array_run(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[value] v: f32,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[width] n: usize,
+    #[height] h: usize,
+) -> rules_runtime::Result<()> {
+    let _ = (y, h);
+    set_run(stream, dst, x, n, v)
 }
