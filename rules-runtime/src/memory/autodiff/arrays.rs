@@ -43,15 +43,17 @@ pub struct AdArray<T: ArrayElement> {
     arr: *mut CudaArray<T>,
     partner: *mut CudaArray<T>,
     stream: *const Arc<CudaStream>,
+    extent: [usize; 3],
     role: u32,
 }
 
 impl<T: ArrayElement> AdArray<T> {
-    /// Width, height and depth in elements (read from the array the pair borrows).
+    /// Width, height and depth in elements, as when the pair was made. (A copy, not read
+    /// through the pointer: a shadow handle moved into another pair by `mem::swap` may outlive
+    /// its array.)
     pub fn extent(&self) -> (usize, usize, usize) {
-        // SAFETY: a handle is reached only through its pair (a shadow handle moved into another
-        // pair by `mem::swap` lives no longer than that pair), which borrows the array.
-        unsafe { (*self.arr).extent() }
+        let [w, h, d] = self.extent;
+        (w, h, d)
     }
 }
 
@@ -97,12 +99,14 @@ impl<'a, T: ArrayElement> AdArrayPair<'a, T> {
                 });
             }
         }
+        let (w, h, d) = primal.extent();
         let (p, s) = (core::ptr::from_mut(primal), core::ptr::from_mut(shadow));
         Ok(AdArrayPair {
             primal: AdArray {
                 arr: p,
                 partner: s,
                 stream: core::ptr::from_ref(stream),
+                extent: [w, h, d],
                 role: PRIMAL,
             },
             // No stream on the shadow, as `AdPair`'s: the bridges read it from primals only.
@@ -110,6 +114,7 @@ impl<'a, T: ArrayElement> AdArrayPair<'a, T> {
                 arr: s,
                 partner: p,
                 stream: core::ptr::null(),
+                extent: [w, h, d],
                 role: SHADOW,
             },
             _borrow: PhantomData,
