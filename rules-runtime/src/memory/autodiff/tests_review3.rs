@@ -165,7 +165,8 @@ fn review3_array_bridge_refusals_run_nothing() {
     let (hw, sw): (*const AdBuf<f32>, *const AdBuf<f32>) = (hw, &*sw);
     let (xp, dxp) = (x.as_mut_ptr(), dx.as_mut_ptr());
     let make = |_| Ok(Probe(|| ran.set(ran.get() + 1)));
-    let cases: [(&str, Box<dyn Fn()>); 5] = [
+    type Case<'a> = (&'static str, Box<dyn Fn() + 'a>);
+    let cases: [Case<'_>; 5] = [
         // SAFETY (each): live handles and slices of 2 elements.
         (
             "dst inactive, src active",
