@@ -237,3 +237,5 @@ mod tests_arrays;
 mod tests_region;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_review;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_review3;

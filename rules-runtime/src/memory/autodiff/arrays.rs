@@ -43,14 +43,15 @@ pub struct AdArray<T: ArrayElement> {
     arr: *mut CudaArray<T>,
     partner: *mut CudaArray<T>,
     stream: *const Arc<CudaStream>,
+    /// The array's extent, kept here: a shadow handle moved into another pair by `mem::swap`
+    /// (`split` gives it as `&mut`) can outlive its arrays, and a rule can reach a handle of the
+    /// array it holds as `&mut` (an `&AdArray` argument), so no method reads the array.
     extent: [usize; 3],
     role: u32,
 }
 
 impl<T: ArrayElement> AdArray<T> {
-    /// Width, height and depth in elements, as when the pair was made. (A copy, not read
-    /// through the pointer: a shadow handle moved into another pair by `mem::swap` may outlive
-    /// its array.)
+    /// Width, height and depth in elements (of the array when its pair was made).
     pub fn extent(&self) -> (usize, usize, usize) {
         let [w, h, d] = self.extent;
         (w, h, d)
@@ -100,13 +101,14 @@ impl<'a, T: ArrayElement> AdArrayPair<'a, T> {
             }
         }
         let (w, h, d) = primal.extent();
+        let extent = [w, h, d];
         let (p, s) = (core::ptr::from_mut(primal), core::ptr::from_mut(shadow));
         Ok(AdArrayPair {
             primal: AdArray {
                 arr: p,
                 partner: s,
                 stream: core::ptr::from_ref(stream),
-                extent: [w, h, d],
+                extent,
                 role: PRIMAL,
             },
             // No stream on the shadow, as `AdPair`'s: the bridges read it from primals only.
@@ -114,7 +116,7 @@ impl<'a, T: ArrayElement> AdArrayPair<'a, T> {
                 arr: s,
                 partner: p,
                 stream: core::ptr::null(),
-                extent: [w, h, d],
+                extent,
                 role: SHADOW,
             },
             _borrow: PhantomData,
@@ -476,23 +478,24 @@ where
 }
 
 thread_local! {
-    /// Whether an array bridge is running on this thread: a rule's primitive that reached a
-    /// bridge again (through handles it kept) would get a second `&mut` of an array.
+    /// Whether a bridge is running on this thread: a rule's primitive that reached a bridge
+    /// again (through handles it was given, e.g. an `&AdBuf` argument) would open memory the
+    /// outer rule holds (a second `&mut` of an array, or a pinned `RawShadow` read beside its
+    /// `host_mut` slice). Taken by every bridge, pointer and fill bridges included.
     static IN_BRIDGE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Marks this thread as inside an array bridge until dropped; `None` when it already was.
-struct Entered(PhantomData<*const ()>);
+/// Marks this thread as inside a bridge until dropped; an error when it already was.
+pub(super) struct Entered(PhantomData<*const ()>);
 
 impl Entered {
-    fn new() -> Result<Self, AdError> {
+    pub(super) fn new() -> Result<Self, AdError> {
         if IN_BRIDGE.with(|b| b.replace(true)) {
-            return Err(AdError::Rule(Error::UnsupportedKinds {
-                op: "a std::autodiff bridge",
-                dst: crate::MemoryKind::Array,
-                src: crate::MemoryKind::Array,
-                why: "called from inside another bridge's rule (its arrays are borrowed there)",
-            }));
+            return Err(AdError::Handle {
+                what: "bridge",
+                why: "called from inside another bridge's rule (its buffers are borrowed there)"
+                    .into(),
+            });
         }
         Ok(Entered(PhantomData))
     }

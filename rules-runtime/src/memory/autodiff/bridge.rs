@@ -3,6 +3,7 @@
 //! [`Side`] (a handle and its shadow slot, a host slice, or none for a memset's source); here it
 //! is checked against what the rule object ([`AdRule`]) reaches and resolved into activities.
 
+use super::arrays::Entered;
 use super::rules::AdRule;
 use super::{AdBuf, PRIMAL, SHADOW, kind_of};
 use crate::activity::{Const, Duplicated};
@@ -251,6 +252,7 @@ pub unsafe fn bridge_primal<'s, T, R>(
     R: AdRule<'s, T>,
 {
     let _ = record((name, Bridge::Primal), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d, s) = unsafe { prepare(make, &dst, &src)? };
         let _unwind = st.wait_on_unwind();
@@ -277,6 +279,7 @@ pub unsafe fn bridge_fwd<'s, T, R>(
     R: AdRule<'s, T>,
 {
     let _ = record((name, Bridge::Fwd), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         let _unwind = st.wait_on_unwind();
@@ -329,6 +332,7 @@ where
     R: AdRule<'s, T>,
 {
     record((name, Bridge::Aug), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         let _unwind = st.wait_on_unwind();
@@ -376,6 +380,7 @@ pub unsafe fn bridge_rev<'s, T, R>(
         // SAFETY: a tape of `bridge_aug` for this `R`, taken once (this function's contract).
         let BridgeTape { tape, active } =
             unsafe { *Box::from_raw(tape.cast::<BridgeTape<R::Tape>>()) };
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };
         let _unwind = st.wait_on_unwind();

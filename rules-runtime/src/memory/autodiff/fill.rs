@@ -12,6 +12,7 @@
 //! differentiated, so `d_v = 0` is the derivative (Enzyme would compute the same for a body it
 //! could see).
 
+use super::arrays::Entered;
 use super::bridge::{Resolved, Side, Streams, finished, streams};
 use crate::activity::{Active, Const, Dual, Duplicated};
 use crate::autodiff::{AdError, Bridge, record};
@@ -64,6 +65,7 @@ pub unsafe fn fill_primal<'s, T, R>(
     R: RawFillRule<'s, T>,
 {
     let _ = record((name, Bridge::Primal), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
         let _unwind = st.wait_on_unwind();
@@ -87,6 +89,7 @@ pub unsafe fn fill_fwd<'s, T, R>(
     R: RawFillRule<'s, T>,
 {
     let _ = record((name, Bridge::Fwd), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
         let _unwind = st.wait_on_unwind();
@@ -124,6 +127,7 @@ where
     R: RawFillRule<'s, T>,
 {
     record((name, Bridge::Aug), || {
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
         let _unwind = st.wait_on_unwind();
@@ -165,6 +169,7 @@ where
         }
         // SAFETY: a tape of `fill_aug` for this `R`, taken once (this function's contract).
         let FillTape { tape, active } = unsafe { *Box::from_raw(tape.cast::<FillTape<T>>()) };
+        let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };
         let _unwind = st.wait_on_unwind();
