@@ -399,6 +399,25 @@ pub(crate) unsafe fn copy_box(
 /// Elements per thread of the `array_pass_*` kernels: `ARRAY_PASS_ELEMS` in `shadow.cu`.
 const PASS_ELEMS: u64 = 4;
 
+/// Mode bit of `array_pass_*` (`ARRAY_WORDS` in `shadow.cu`): threads move 16-byte words of a
+/// row through the surface, then the row's last elements one by one.
+const ARRAY_WORDS: u32 = 4;
+/// The pass kernels' tile of threads on the word path (see [`array_box`]).
+const WORD_BLOCK: (u64, u64) = (16, 16);
+
+/// Whether the pass over a box of elements of `size` bytes starting at element `x` of the array
+/// takes 16-byte words: the array box starts on a 16-byte boundary along x and the linear box's
+/// start and strides are multiples of 16 bytes, so every word lies in both boxes at 16-byte
+/// aligned addresses; elements of 16 bytes are words already.
+fn pass_words(size: u64, x: u64, lin: Side, (_, h, d): Shape) -> bool {
+    let aligned = |v: u64| v.is_multiple_of(16);
+    size < 16
+        && aligned(x * size)
+        && aligned(lin.addr)
+        && (h == 1 || aligned(lin.row * size))
+        && (d == 1 || aligned(lin.slice * size))
+}
+
 /// Where a box of a CUDA array is, for [`array_box`]: the array's surface object, the
 /// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
 /// first element.
@@ -450,10 +469,22 @@ unsafe fn array_box(
     // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
     // tile's height apart: 256-byte runs of the linear box per row, where 16-wide tiles made
     // 64-byte runs and were slower (docs/performance.md, issue 23).
+    let words = match op {
+        SurfaceOp::Pass { lin, .. } => pass_words(size as u64, b.x as u64, lin, shape),
+        SurfaceOp::Zero => false,
+    };
     let block = match op {
         _ if h == 1 => (256, 1),
         SurfaceOp::Zero => (16, 16),
+        SurfaceOp::Pass { .. } if words => WORD_BLOCK,
         SurfaceOp::Pass { .. } => (64, 4),
+    };
+    // Threads per row: one per element, or per 16-byte word and per element left over.
+    let units = if words {
+        let per_word = 16 / size as u64;
+        w / per_word + w % per_word
+    } else {
+        w
     };
     // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
@@ -472,7 +503,7 @@ unsafe fn array_box(
                 lin.addr + z * lin.slice * size as u64,
                 lin.row,
                 lin.slice,
-                mode,
+                if words { mode | ARRAY_WORDS } else { mode },
             ),
         };
         let mut params: [*mut core::ffi::c_void; 11] = [
@@ -500,7 +531,7 @@ unsafe fn array_box(
             SurfaceOp::Pass { .. } => (1, PASS_ELEMS),
         };
         let grid = (
-            w.div_ceil(block.0 * ex) as u32,
+            units.div_ceil(block.0 * ex) as u32,
             h.div_ceil(block.1 * ey) as u32,
             slab as u32,
         );
