@@ -526,9 +526,10 @@ fn reverses_through_arrays_of_every_element_type() {
     reverses_through_arrays_of::<Complex<f64>>(&s);
 }
 
-/// The one-pass reverses where the kernel moves 16-byte words (the array box starts on a 16-byte
-/// boundary along x, the linear box in device memory at a 16-byte aligned start and row pitch):
-/// rows of two words and one element more, 3D, 2D and 1D arrays. Both boxes end where their
+/// The one-pass reverses where the kernel moves 16-byte words (a 3D array whose box starts on a
+/// 16-byte boundary along x, the linear box in device memory at a 16-byte aligned start and row
+/// pitch): rows of two words and one element more, boxes of several slices and of one; the same
+/// boxes in 2D and 1D arrays, which take the element kernels. Both boxes end where their
 /// buffers end (the array box at the array's far corner, the linear box at the allocation's
 /// last element), so a word or element read or written past either box is out of bounds
 /// (memcheck; the surface traps). Sums exact, zeros `+0.0`, sources of plain accumulates
@@ -538,7 +539,12 @@ fn word_passes_of<T: ArrayElement>(s: &Arc<CudaStream>) {
     let per_word = (16 / size).max(1);
     let bw = 2 * per_word + 1;
     // Array shapes with the box at their far corner, starting one word in along x.
-    for ((h, d), (at_y, at_z)) in [((5, 3), (1, 1)), ((6, 1), (2, 0)), ((1, 1), (0, 0))] {
+    for ((h, d), (at_y, at_z)) in [
+        ((5, 3), (1, 1)),
+        ((4, 2), (0, 1)),
+        ((6, 1), (2, 0)),
+        ((1, 1), (0, 0)),
+    ] {
         let w = per_word + bw;
         let (bh, bd) = (h - at_y, d - at_z);
         let at = (per_word, at_y, at_z);

@@ -6,12 +6,13 @@
 //
 //   nvcc -ptx -arch=compute_75 -O3 -std=c++17 [-DNAME=V ...] shadow.cu -o v.ptx   (anywhere)
 //   nvcc -O2 -o explore11 explore11.cu -lcuda                                    (GPU machine)
+//   (-DWB=1 for the first call's builds, whose word path was mode bit 4 of array_pass_*)
 //   ./explore11 cur:cur.ptx new:new.ptx n2r32:v.ptx:r2=32 e2:e2.ptx:e=2 ...  [--once]
 //
 // NAME:FILE[:k=v,...]: r2 = SUM_NARROW_ROWS_2 of that build (the narrow grid's batch for 16-bit
 // elements), e = ARRAY_PASS_ELEMS, c2 = SUM_C2_DIV (informational). "cur" is the shadow.ptx of
 // the second round (3dc74c6): no word mode. Variants whose name starts with 'n' run the sums,
-// with 'e' or "new" the arrays. --once: each kernel once (for Nsight Compute).
+// with 'e' or "new" the arrays; "np" (a build with -DSUM_PAIRS=0 -DNARROW_PAIRS=0) the c32 sums. --once: each kernel once (for Nsight Compute).
 // Timing as in the benches: CUDA events around k back-to-back launches, 3 warm-ups, median of 21.
 #include <cuda.h>
 #include <algorithm>
@@ -24,6 +25,9 @@
 #include <vector>
 
 typedef unsigned long long u64;
+#ifndef WB
+#define WB 0
+#endif
 
 #define CK(x)                                                                            \
     do {                                                                                 \
@@ -271,7 +275,9 @@ int main(int argc, char** argv) {
         for (size_t ci = 0; ci < cases.size(); ci++) {
             const Case& c = cases[ci];
             bool small = c.size == 2;
-            if (M.name[0] == 'n' && M.name != "new" && !small) continue;  // 16-bit knobs only
+            if (M.name == "np") {  // the final build without SUM_PAIRS: c32 only
+                if (strcmp(c.dt, "c32")) continue;
+            } else if (M.name[0] == 'n' && M.name != "new" && !small) continue;  // 16-bit knobs only
             if (once && !(M.cur() || M.name == "new")) continue;
             CUdeviceptr p = c.size == 2 ? xh : (c.size == 4 || c.dt[1] == '3') ? xf : xd;
             SumRun r = run_sum(M, c, p, part, out, acc);
@@ -307,15 +313,20 @@ int main(int argc, char** argv) {
         u64 n = (u64)a.w * a.h * a.d;
         for (auto& M : mods) {
             if (M.name != "cur" && M.name != "new" && M.name[0] != 'e') continue;
-            std::string fname = std::string("array_pass_") + a.dt;
-            CUfunction f = M.fn(fname.c_str());
+            // The first call's build had the word path in array_pass_* under mode bit 4 (WB=1
+            // below); the final one has it in array_pass_w_* (WB=0).
+            auto fn_for = [&](bool words) {
+                std::string fname = std::string(words && !WB ? "array_pass_w_" : "array_pass_") + a.dt;
+                return M.fn(fname.c_str());
+            };
             struct Bk { unsigned bx, by; bool words; };
             std::vector<Bk> blocks;
             if (dims == 1) blocks = {{256, 1, false}, {256, 1, true}};
-            else blocks = {{64, 4, false}, {64, 4, true}, {32, 8, true}, {16, 16, true}, {16, 8, true}, {8, 32, true}, {32, 4, true}};
+            else if (WB) blocks = {{64, 4, false}, {64, 4, true}, {32, 8, true}, {16, 16, true}, {16, 8, true}, {8, 32, true}, {32, 4, true}};
+            else blocks = {{64, 4, false}, {16, 8, true}, {16, 16, true}, {8, 32, true}};
             if (M.cur()) blocks = {blocks[0]};
             if (M.name[0] == 'e' && dims > 1) blocks = {{64, 4, true}, {16, 16, true}, {32, 8, true}};
-            if (once) blocks = M.cur() ? std::vector<Bk>{{64, 4, false}} : std::vector<Bk>{{64, 4, true}, {16, 16, true}};
+            if (once) blocks = M.cur() ? std::vector<Bk>{{64, 4, false}} : std::vector<Bk>{{64, 4, true}, {16, 16, true}, {16, 8, true}};
             for (Bk bk : blocks) {
                 int E = M.cur() ? 4 : M.e;
                 unsigned epw = 16 / a.size;
@@ -325,8 +336,9 @@ int main(int argc, char** argv) {
                 int x0 = 0, y0 = 0, z0 = 0, w = a.w, h = a.h;
                 u64 row = a.w, slice = (u64)a.w * a.h;
                 double us[2];
+                CUfunction f = fn_for(bk.words);
                 for (int mi = 0; mi < (once ? 1 : 2); mi++) {
-                    unsigned mode = (mi == 0 ? 1 : 3) | (bk.words ? 4 : 0);
+                    unsigned mode = (mi == 0 ? 1 : 3) | (bk.words && WB ? 4 : 0);
                     void* args[] = {&surf, &dims, &x0, &y0, &z0, &w, &h, &y, &row, &slice, &mode};
                     us[mi] = time_us(4 * n * a.size, [&] { launch(f, gx, gy, gz, bk.bx, bk.by, args); });
                 }
@@ -338,7 +350,7 @@ int main(int argc, char** argv) {
                     array_io(arr, a, ha.data(), true);
                     CK(cuMemcpyHtoD(y, hl.data(), n * 4));
                     for (unsigned mode : {3u, 1u}) {
-                        mode |= bk.words ? 4 : 0;
+                        mode |= bk.words && WB ? 4 : 0;
                         void* args[] = {&surf, &dims, &x0, &y0, &z0, &w, &h, &y, &row, &slice, &mode};
                         launch(f, gx, gy, gz, bk.bx, bk.by, args);
                     }
@@ -380,9 +392,9 @@ int main(int argc, char** argv) {
                 for (u64 i = 0; i < ln; i++) hl[i] = (float)(i % 777 + 1) * 2;
                 array_io(arr, a, ha.data(), true);
                 CK(cuMemcpyHtoD(y, hl.data(), ln * 4));
-                unsigned mode = base | 4, dims = 3;
+                unsigned mode = base | (WB ? 4 : 0), dims = 3;
                 unsigned units = w / 4 + w % 4;
-                CUfunction f = M.fn("array_pass_f32");
+                CUfunction f = M.fn(WB ? "array_pass_f32" : "array_pass_w_f32");
                 CUdeviceptr lin = y;
                 int z0k = z0;
                 void* args[] = {&surf, &dims, &x0, &y0, &z0k, &w, &h, &lin, &row, &slice, &mode};

@@ -93,9 +93,11 @@ fn walk(shape: Shape) -> (Walk, u32, u32) {
     walk_with(shape, 4, MAX_BLOCKS, 1)
 }
 
-/// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
-/// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
+/// Narrow rows each thread of `region_accumulate_*` (elements; `PASS_ROWS_2` for 16-bit ones)
+/// and `region_accumulate_v_*` (16-byte vectors) takes at a time: `PASS_ROWS`, `PASS_ROWS_2` and
+/// `PASS_ROWS_V` in `shadow.cu`.
 const PASS_ROWS: u64 = 4;
+const PASS_ROWS_2: u64 = 8;
 const PASS_ROWS_V: u64 = 4;
 
 /// Whether a side's box is one run of elements: its rows follow each other without padding, and
@@ -194,7 +196,11 @@ unsafe fn launch_accumulate(
     } else {
         (loaded.region[0][index], 1)
     };
-    let batch = if vec { PASS_ROWS_V } else { PASS_ROWS };
+    let batch = match (vec, real) {
+        (true, _) => PASS_ROWS_V,
+        (false, 2) => PASS_ROWS_2,
+        (false, _) => PASS_ROWS,
+    };
     let (mut walk, gx, gy) = walk_with((w / unit, h, d), 4, MAX_BLOCKS, batch);
     let (mut pa, mut ar, mut asl) = (a.addr, a.row / unit, a.slice / unit);
     let (mut ps, mut sr, mut ssl) = (s.addr, s.row / unit, s.slice / unit);
@@ -399,22 +405,23 @@ pub(crate) unsafe fn copy_box(
 /// Elements per thread of the `array_pass_*` kernels: `ARRAY_PASS_ELEMS` in `shadow.cu`.
 const PASS_ELEMS: u64 = 4;
 
-/// Mode bit of `array_pass_*` (`ARRAY_WORDS` in `shadow.cu`): threads move 16-byte words of a
-/// row through the surface, then the row's last elements one by one.
-const ARRAY_WORDS: u32 = 4;
-/// The pass kernels' tile of threads on the word path (see [`array_box`]).
-const WORD_BLOCK: (u64, u64) = (16, 16);
+/// The tile of threads of `array_pass_w_*` (see [`array_box`]).
+const WORD_BLOCK: (u64, u64) = (16, 8);
 
-/// Whether the pass over a box of elements of `size` bytes starting at element `x` of the array
-/// takes 16-byte words: the array box starts on a 16-byte boundary along x and the linear box's
-/// start and strides are multiples of 16 bytes, so every word lies in both boxes at 16-byte
-/// aligned addresses; elements of 16 bytes are words already.
-fn pass_words(size: u64, x: u64, lin: Side, (_, h, d): Shape) -> bool {
+/// Whether the pass over a box of `shape` elements of `size` bytes at element `x` of an array of
+/// `dims` dimensions takes `array_pass_w_*` (16-byte words): a 3D array (on 2D arrays words were
+/// level or slower: docs/performance.md, issue 23, third round), a box of several rows, the array
+/// box starting on a 16-byte boundary along x and the linear box's start and strides multiples
+/// of 16 bytes, so that every word lies in both boxes at 16-byte aligned addresses; elements of
+/// 16 bytes are words already.
+fn pass_words(size: u64, dims: u32, x: u64, lin: Side, (_, h, d): Shape) -> bool {
     let aligned = |v: u64| v.is_multiple_of(16);
     size < 16
+        && dims == 3
+        && h > 1
         && aligned(x * size)
         && aligned(lin.addr)
-        && (h == 1 || aligned(lin.row * size))
+        && aligned(lin.row * size)
         && (d == 1 || aligned(lin.slice * size))
 }
 
@@ -459,20 +466,23 @@ unsafe fn array_box(
         return Ok(());
     }
     let loaded = pool::kernels(stream.context())?;
+    let words = match op {
+        SurfaceOp::Pass { lin, .. } => pass_words(size as u64, b.dims, b.x as u64, lin, shape),
+        SurfaceOp::Zero => false,
+    };
     let f = match op {
         SurfaceOp::Zero => loaded.surface_zero[by_size(size as u64)],
-        SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
+        SurfaceOp::Pass { dtype, .. } => loaded.array_pass[usize::from(words)][dtype_index(dtype)],
     };
     let (w, h, d) = shape;
     // Rows of a 1D array take whole blocks. Boxes of 2D and 3D arrays: the zeroing kernel takes
     // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
-    // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
-    // tile's height apart: 256-byte runs of the linear box per row, where 16-wide tiles made
-    // 64-byte runs and were slower (docs/performance.md, issue 23).
-    let words = match op {
-        SurfaceOp::Pass { lin, .. } => pass_words(size as u64, b.x as u64, lin, shape),
-        SurfaceOp::Zero => false,
-    };
+    // docs/arrays.md); the element pass kernels 64 × 4 tiles of threads, each thread four
+    // elements a tile's height apart: 256-byte runs of the linear box per row, where 16-wide
+    // tiles made 64-byte runs and were slower (docs/performance.md, issue 23). The word kernels
+    // take 16 × 8 tiles of four words a tile's height apart: 256-byte runs again, a warp on two
+    // rows (the fastest of seven shapes; those 16 words wide were within 2% of it, those 32 or 64
+    // words wide 15-20% slower: docs/performance.md, issue 23, third round).
     let block = match op {
         _ if h == 1 => (256, 1),
         SurfaceOp::Zero => (16, 16),
@@ -503,7 +513,7 @@ unsafe fn array_box(
                 lin.addr + z * lin.slice * size as u64,
                 lin.row,
                 lin.slice,
-                if words { mode | ARRAY_WORDS } else { mode },
+                mode,
             ),
         };
         let mut params: [*mut core::ffi::c_void; 11] = [

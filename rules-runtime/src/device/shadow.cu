@@ -176,6 +176,11 @@ extern "C" __global__ void empty_kernel() {}
 #ifndef PASS_ROWS_V
 #define PASS_ROWS_V 4
 #endif
+// 16-bit elements: 8 rows (4 made the 3-wide f16 and bf16 reverses 10% slower in the second round;
+// docs/performance.md, issue 23).
+#ifndef PASS_ROWS_2
+#define PASS_ROWS_2 8
+#endif
 
 struct Walk {
     u64 width, height, depth;
@@ -277,7 +282,7 @@ __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, v
     P* s = (P*)src;
     const u64 width = w.width;
     if (w.step() >= width) {
-        const int R = VEC ? PASS_ROWS_V : PASS_ROWS;
+        const int R = VEC ? PASS_ROWS_V : sizeof(P) == 2 ? PASS_ROWS_2 : PASS_ROWS;
         const u64 x = w.first(), n = w.n_rows();
         if (x >= width) return;
         w.batches<R>([&](u64 r, u64 rs) {
@@ -396,6 +401,9 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 #endif
 #ifndef SUM_C2_DIV
 #define SUM_C2_DIV 2
+#endif
+#ifndef SUM_PAIRS
+#define SUM_PAIRS 1
 #endif
 
 __device__ __forceinline__ double f16_to_f64(u16 h) {
@@ -547,6 +555,25 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
                         for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
             });
         }
+    } else if (SUM_PAIRS && C == 2 && sizeof(S) == 4 && ((u64)src & 7) == 0) {
+        // c32 whose first element is 8-byte aligned (then every element is): SUM_ROWS elements
+        // at a time, one 8-byte load each, as f64 loads its elements (the 4-byte loads above ran
+        // 7% behind f64 on the same bytes: docs/performance.md, issue 23, third round).
+        for (u64 r = r0; r < n; r += rs) {
+            const float2* row = reinterpret_cast<const float2*>(src + w.at(r, pitch, slice) * C);
+            for (u64 x = first; x < width; x += SUM_ROWS * step) {
+                float2 v[SUM_ROWS];
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width) v[k] = __ldcs(row + x + k * step);
+#pragma unroll
+                for (int k = 0; k < SUM_ROWS; k++)
+                    if (x + k * step < width) {
+                        acc[0][k % 4] += (double)v[k].x;
+                        acc[C - 1][k % 4] += (double)v[k].y;
+                    }
+            }
+        }
     } else {
         // Pitches are in elements; component c of element x is at x * C + c.
         for (u64 r = r0; r < n; r += rs) {
@@ -599,10 +626,11 @@ SUM_KERNEL(c64, SumF64, 2)
 // thread loads its column of R rows (Walk::batches) before adding any, row k of a batch into
 // accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
 // path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
-// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight; the
-// runtime's grid (sum.rs, narrow_rows) assumes these values. The launch bounds hold the
-// registers to 4 blocks per SM (5 for f32 and bf16, which spill a few bytes there and gain
-// 3-10%; f16 and f64 lost as much at 5: tools/kernel-explore/explore10.cu).
+// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight (48 for
+// 16-bit elements: 24 rows, where 16 left the 1-wide bf16 box behind PyTorch's and 32 spilled;
+// tools/kernel-explore/explore11.cu); the runtime's grid (sum.rs, narrow_rows) assumes these
+// values. The launch bounds hold the registers to 4 blocks per SM (5 for f32, which spills a few
+// bytes there and gains 3-10%; f16 and f64 lost as much at 5: explore10.cu).
 #ifndef SUM_NARROW_ROWS_4
 #define SUM_NARROW_ROWS_4 16
 #endif
@@ -619,10 +647,10 @@ SUM_KERNEL(c64, SumF64, 2)
 #define SUM_NARROW_BLOCKS_F32 5
 #endif
 #ifndef SUM_NARROW_BLOCKS_BF16
-#define SUM_NARROW_BLOCKS_BF16 5
+#define SUM_NARROW_BLOCKS_BF16 4
 #endif
 #ifndef SUM_NARROW_ROWS_2
-#define SUM_NARROW_ROWS_2 16
+#define SUM_NARROW_ROWS_2 24
 #endif
 #ifndef NARROW_PAIRS
 #define NARROW_PAIRS 1
@@ -842,25 +870,75 @@ template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, uns
     else surf3Dwrite(v, s, bx, y, z);
 }
 
-// Each thread takes ARRAY_PASS_ELEMS units of a row, a block's height apart (a block's width
-// apart for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array
-// and from the linear box, before it stores any: with one unit per thread too few loads were in
+// Each thread takes ARRAY_PASS_ELEMS elements, a block's height apart (a block's width apart
+// for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array and
+// from the linear box, before it stores any: with one element per thread too few loads were in
 // flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to match.
-//
-// A unit is one element, or with mode bit 4 (ARRAY_WORDS) a 16-byte word of the row: the runtime
-// sets the bit where the array box starts at a multiple of 16 bytes along x and the linear box's
-// start and strides are multiples of 16 bytes, and elements are smaller than 16 bytes. A row is
-// then w / EPW words followed by its last w % EPW elements one by one, so no access reaches past
-// the box. Surface accesses of 4 bytes cost the L2 1.5-1.9x the sector requests their bytes need
-// (docs/performance.md, issue 23); a 16-byte word is a whole 16-byte chunk of the array's
-// block-linear layout.
 #ifndef ARRAY_PASS_ELEMS
 #define ARRAY_PASS_ELEMS 4
 #endif
-#define ARRAY_WORDS 4u
 
 template <typename T, int C, typename P>
 __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
+                                           typename T::S* lin, u64 row, u64 slice, unsigned mode) {
+    typedef typename T::S S;
+    union Word { P p; S s[C]; };
+    const int E = ARRAY_PASS_ELEMS;
+    const bool along_x = blockDim.y == 1;
+    const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
+    const int dx = along_x ? blockDim.x : 0, dy = along_x ? 0 : blockDim.y;
+    const int az = z0 + (int)blockIdx.z;
+    Word a[E];
+    S l[E][C];
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            a[k].p = surf_load<P>(surf, dims, (x0 + xk) * (int)sizeof(P), y0 + yk, az);
+            const S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+#pragma unroll
+            for (int c = 0; c < C; c++) l[k][c] = lk[c];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < w && yk < h) {
+            const int bx = (x0 + xk) * (int)sizeof(P), ay = y0 + yk;
+            S* lk = lin + ((u64)blockIdx.z * slice + (u64)yk * row + (u64)xk) * C;
+            if (mode < 2) {
+#pragma unroll
+                for (int c = 0; c < C; c++) lk[c] = T::add(l[k][c], a[k].s[c]);
+                if (mode == 1) {
+                    Word z;
+#pragma unroll
+                    for (int c = 0; c < C; c++) z.s[c] = T::zero();
+                    surf_store<P>(z.p, surf, dims, bx, ay, az);
+                }
+            } else {
+#pragma unroll
+                for (int c = 0; c < C; c++) a[k].s[c] = T::add(a[k].s[c], l[k][c]);
+                surf_store<P>(a[k].p, surf, dims, bx, ay, az);
+                if (mode == 3)
+#pragma unroll
+                    for (int c = 0; c < C; c++) lk[c] = T::zero();
+            }
+        }
+    }
+}
+
+// array_pass_w_*: the same reverses, each thread taking ARRAY_PASS_ELEMS 16-byte words of its row
+// (a block's height apart) instead of elements: a row is w / EPW words, then its last w % EPW
+// elements one by one, so no access reaches past the box. The runtime launches them where the
+// array box starts at a multiple of 16 bytes along x, the linear box's start and strides are
+// multiples of 16 bytes, and the array is 3D (docs/performance.md, issue 23, third round: 4-byte
+// surface accesses cost the L2 1.5-1.9x the sector requests their bytes need, and 3D boxes ran
+// 10-28% faster in words; 2D ones were level or slower). A word is a whole 16-byte chunk of the
+// array's block-linear layout. Kernels of their own, so that the element kernels above keep their
+// registers (38 for f32; the two in one kernel took 56, and the element path got 8-110% slower).
+template <typename T, int C, typename P>
+__device__ __forceinline__ void array_pass_words(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
                                            typename T::S* lin, u64 row, u64 slice, unsigned mode) {
     typedef typename T::S S;
     typedef typename T::V V;
@@ -868,10 +946,9 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
     const int EPW = K / C;              // elements per word
     union Word { uint4 u; V v; P p; S s[K]; };
     const int E = ARRAY_PASS_ELEMS;
-    // Words per row (0 without the bit), then units per row.
-    const int wv = (mode & ARRAY_WORDS) && EPW > 1 ? w / EPW : 0;
+    // Words per row, then threads per row: one per word, one per element left over.
+    const int wv = EPW > 1 ? w / EPW : 0;
     const int units = wv + (w - wv * EPW);
-    const unsigned op = mode & 3u;
     const bool along_x = blockDim.y == 1;
     const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
     const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
@@ -904,22 +981,22 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
             if (xk < wv) {
                 const int bx = bx0 + xk * 16;
                 V* lk = reinterpret_cast<V*>(lr + (u64)xk * K);
-                if (op < 2) {
+                if (mode < 2) {
                     *lk = T::addv(l[k].v, a[k].v);
-                    if (op == 1) surf_store<uint4>(make_uint4(0u, 0u, 0u, 0u), surf, dims, bx, ay, az);
+                    if (mode == 1) surf_store<uint4>(make_uint4(0u, 0u, 0u, 0u), surf, dims, bx, ay, az);
                 } else {
                     a[k].v = T::addv(a[k].v, l[k].v);
                     surf_store<uint4>(a[k].u, surf, dims, bx, ay, az);
-                    if (op == 3) *lk = T::zerov();
+                    if (mode == 3) *lk = T::zerov();
                 }
             } else {
                 const int e = wv * EPW + (xk - wv);
                 const int bx = bx0 + e * (int)sizeof(P);
                 S* lk = lr + (u64)e * C;
-                if (op < 2) {
+                if (mode < 2) {
 #pragma unroll
                     for (int c = 0; c < C; c++) lk[c] = T::add(l[k].s[c], a[k].s[c]);
-                    if (op == 1) {
+                    if (mode == 1) {
                         Word z;
 #pragma unroll
                         for (int c = 0; c < C; c++) z.s[c] = T::zero();
@@ -929,7 +1006,7 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
 #pragma unroll
                     for (int c = 0; c < C; c++) a[k].s[c] = T::add(a[k].s[c], l[k].s[c]);
                     surf_store<P>(a[k].p, surf, dims, bx, ay, az);
-                    if (op == 3)
+                    if (mode == 3)
 #pragma unroll
                         for (int c = 0; c < C; c++) lk[c] = T::zero();
                 }
@@ -951,3 +1028,17 @@ ARRAY_PASS_KERNEL(f16, F16, 1, u16)
 ARRAY_PASS_KERNEL(bf16, BF16, 1, u16)
 ARRAY_PASS_KERNEL(c32, F32, 2, uint2)
 ARRAY_PASS_KERNEL(c64, F64, 2, uint4)
+
+#define ARRAY_WORDS_KERNEL(NAME, T, C, P)                                                         \
+    extern "C" __global__ void array_pass_w_##NAME(u64 s, unsigned dims, int x, int y, int z,      \
+                                                   int w, int h, T::S* lin, u64 row, u64 slice,   \
+                                                   unsigned mode) {                               \
+        array_pass_words<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode);                  \
+    }
+
+ARRAY_WORDS_KERNEL(f32, F32, 1, unsigned)
+ARRAY_WORDS_KERNEL(f64, F64, 1, uint2)
+ARRAY_WORDS_KERNEL(f16, F16, 1, u16)
+ARRAY_WORDS_KERNEL(bf16, BF16, 1, u16)
+ARRAY_WORDS_KERNEL(c32, F32, 2, uint2)
+ARRAY_WORDS_KERNEL(c64, F64, 2, uint4)
