@@ -12,7 +12,10 @@
 // NAME:FILE[:k=v,...]: r2 = SUM_NARROW_ROWS_2 of that build (the narrow grid's batch for 16-bit
 // elements), e = ARRAY_PASS_ELEMS, c2 = SUM_C2_DIV (informational). "cur" is the shadow.ptx of
 // the second round (3dc74c6): no word mode. Variants whose name starts with 'n' run the sums,
-// with 'e' or "new" the arrays; "np" (a build with -DSUM_PAIRS=0 -DNARROW_PAIRS=0) the c32 sums. --once: each kernel once (for Nsight Compute).
+// with 'e' or "new" the arrays; "np" the c32 sums. In the final call "new" was the shadow.cu of
+// 5ca7862 (with an 8-byte-load path for c32 on region_sum_c32's scalar path, SUM_PAIRS, since
+// removed) and "np" the same built with -DSUM_PAIRS=0 -DNARROW_PAIRS=0; the shipped kernels are
+// each identical to one of cur, new, np (docs/performance.md, issue 23, third round). --once: each kernel once (for Nsight Compute).
 // Timing as in the benches: CUDA events around k back-to-back launches, 3 warm-ups, median of 21.
 #include <cuda.h>
 #include <algorithm>

@@ -93,11 +93,9 @@ fn walk(shape: Shape) -> (Walk, u32, u32) {
     walk_with(shape, 4, MAX_BLOCKS, 1)
 }
 
-/// Narrow rows each thread of `region_accumulate_*` (elements; `PASS_ROWS_2` for 16-bit ones)
-/// and `region_accumulate_v_*` (16-byte vectors) takes at a time: `PASS_ROWS`, `PASS_ROWS_2` and
-/// `PASS_ROWS_V` in `shadow.cu`.
+/// Narrow rows each thread of `region_accumulate_*` (elements) and `region_accumulate_v_*`
+/// (16-byte vectors) takes at a time: `PASS_ROWS` and `PASS_ROWS_V` in `shadow.cu`.
 const PASS_ROWS: u64 = 4;
-const PASS_ROWS_2: u64 = 8;
 const PASS_ROWS_V: u64 = 4;
 
 /// Whether a side's box is one run of elements: its rows follow each other without padding, and
@@ -196,11 +194,7 @@ unsafe fn launch_accumulate(
     } else {
         (loaded.region[0][index], 1)
     };
-    let batch = match (vec, real) {
-        (true, _) => PASS_ROWS_V,
-        (false, 2) => PASS_ROWS_2,
-        (false, _) => PASS_ROWS,
-    };
+    let batch = if vec { PASS_ROWS_V } else { PASS_ROWS };
     let (mut walk, gx, gy) = walk_with((w / unit, h, d), 4, MAX_BLOCKS, batch);
     let (mut pa, mut ar, mut asl) = (a.addr, a.row / unit, a.slice / unit);
     let (mut ps, mut sr, mut ssl) = (s.addr, s.row / unit, s.slice / unit);

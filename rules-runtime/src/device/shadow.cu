@@ -176,11 +176,6 @@ extern "C" __global__ void empty_kernel() {}
 #ifndef PASS_ROWS_V
 #define PASS_ROWS_V 4
 #endif
-// 16-bit elements: 8 rows (4 made the 3-wide f16 and bf16 reverses 10% slower in the second round;
-// docs/performance.md, issue 23).
-#ifndef PASS_ROWS_2
-#define PASS_ROWS_2 8
-#endif
 
 struct Walk {
     u64 width, height, depth;
@@ -282,7 +277,7 @@ __device__ __forceinline__ void region_pass(void* acc, u64 apitch, u64 aslice, v
     P* s = (P*)src;
     const u64 width = w.width;
     if (w.step() >= width) {
-        const int R = VEC ? PASS_ROWS_V : sizeof(P) == 2 ? PASS_ROWS_2 : PASS_ROWS;
+        const int R = VEC ? PASS_ROWS_V : PASS_ROWS;
         const u64 x = w.first(), n = w.n_rows();
         if (x >= width) return;
         w.batches<R>([&](u64 r, u64 rs) {
@@ -401,9 +396,6 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 #endif
 #ifndef SUM_C2_DIV
 #define SUM_C2_DIV 2
-#endif
-#ifndef SUM_PAIRS
-#define SUM_PAIRS 1
 #endif
 
 __device__ __forceinline__ double f16_to_f64(u16 h) {
@@ -554,25 +546,6 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
 #pragma unroll
                         for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
             });
-        }
-    } else if (SUM_PAIRS && C == 2 && sizeof(S) == 4 && ((u64)src & 7) == 0) {
-        // c32 whose first element is 8-byte aligned (then every element is): SUM_ROWS elements
-        // at a time, one 8-byte load each, as f64 loads its elements (the 4-byte loads above ran
-        // 7% behind f64 on the same bytes: docs/performance.md, issue 23, third round).
-        for (u64 r = r0; r < n; r += rs) {
-            const float2* row = reinterpret_cast<const float2*>(src + w.at(r, pitch, slice) * C);
-            for (u64 x = first; x < width; x += SUM_ROWS * step) {
-                float2 v[SUM_ROWS];
-#pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
-                    if (x + k * step < width) v[k] = __ldcs(row + x + k * step);
-#pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
-                    if (x + k * step < width) {
-                        acc[0][k % 4] += (double)v[k].x;
-                        acc[C - 1][k % 4] += (double)v[k].y;
-                    }
-            }
         }
     } else {
         // Pitches are in elements; component c of element x is at x * C + c.
