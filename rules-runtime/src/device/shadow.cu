@@ -600,9 +600,9 @@ SUM_KERNEL(c64, SumF64, 2)
 // accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
 // path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
 // loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight (48 for
-// 16-bit elements: 24 rows, where 16 left the 1-wide bf16 box behind PyTorch's and 32 spilled in f16;
-// tools/kernel-explore/explore11.cu); the runtime's grid (sum.rs, narrow_rows) assumes these
-// values. The launch bounds hold the registers to 4 blocks per SM (5 for f32, which spills a few
+// 16-bit elements: 24 rows, where 16 left the 1-wide bf16 box behind PyTorch's and 32 spilled
+// in f16; tools/kernel-explore/explore11.cu); the runtime's grid (sum.rs, narrow_rows) assumes
+// these values. The launch bounds hold the registers to 4 blocks per SM (5 for f32, which spills a few
 // bytes there and gains 3-10%; f16 and f64 lost as much at 5: explore10.cu).
 #ifndef SUM_NARROW_ROWS_4
 #define SUM_NARROW_ROWS_4 16
