@@ -526,6 +526,126 @@ fn reverses_through_arrays_of_every_element_type() {
     reverses_through_arrays_of::<Complex<f64>>(&s);
 }
 
+/// The one-pass reverses where the kernel moves 16-byte words (a 3D array whose box starts on a
+/// 16-byte boundary along x, the linear box in device memory at a 16-byte aligned start and row
+/// pitch): rows of two words and one element more, boxes of several slices and of one; the same
+/// boxes in 2D and 1D arrays, which take the element kernels. Both boxes end where their
+/// buffers end (the array box at the array's far corner, the linear box at the allocation's
+/// last element), so a word or element read or written past either box is out of bounds
+/// (memcheck; the surface traps). Sums exact, zeros `+0.0`, sources of plain accumulates
+/// unchanged, nothing outside either box touched (the linear box's row padding included).
+fn word_passes_of<T: ArrayElement>(s: &Arc<CudaStream>) {
+    let size = size_of::<T>();
+    let per_word = (16 / size).max(1);
+    let bw = 2 * per_word + 1;
+    // Array shapes with the box at their far corner, starting one word in along x.
+    for ((h, d), (at_y, at_z)) in [
+        ((5, 3), (1, 1)),
+        ((4, 2), (0, 1)),
+        ((6, 1), (2, 0)),
+        ((1, 1), (0, 0)),
+    ] {
+        let w = per_word + bw;
+        let (bh, bd) = (h - at_y, d - at_z);
+        let at = (per_word, at_y, at_z);
+        // Linear rows padded to a multiple of 16 bytes, plus one word; slices one row apart more.
+        let row = (bw * size).div_ceil(16) * 16 + 16;
+        let row_el = row / size;
+        let slice_rows = bh + 1;
+        let slice_el = row_el * slice_rows;
+        let len = (bd - 1) * slice_el + (bh - 1) * row_el + bw;
+        let rl = Pitched::slices(0, bw, bh, bd, row, slice_rows);
+        let val =
+            |i: usize, k: f64| T::from_parts([k + (i % 13) as f64 / 4.0, 0.25 - (i % 5) as f64]);
+        let a0: Vec<T> = (0..w * h * d).map(|i| val(i, 1.0)).collect();
+        let l0: Vec<T> = (0..len).map(|i| val(i, -3.5)).collect();
+        // The array element paired with linear element j, if j is in the box.
+        let pair = |j: usize| {
+            let (z, y, x) = (j / slice_el, (j % slice_el) / row_el, j % row_el);
+            (x < bw && y < bh).then(|| (at.0 + x) + w * ((at.1 + y) + h * (at.2 + z)))
+        };
+        let in_array = |i: usize| {
+            let (x, y, z) = (i % w, (i / w) % h, i / (w * h));
+            x >= at.0 && y >= at.1 && z >= at.2
+        };
+        let is_zero = |v: T| v.to_parts().iter().all(|p| p.to_bits() == 0);
+        for (array_is_acc, take) in [(false, false), (false, true), (true, false), (true, true)] {
+            let what = format!(
+                "{:?}, array {w}x{h}x{d}, box {bw}x{bh}x{bd} at {at:?}, array_is_acc {array_is_acc}, take {take}",
+                T::DTYPE
+            );
+            let mut arr = CudaArray::<T>::new(s.context(), w, h, d).unwrap();
+            arr.copy_from_host(s, &a0).unwrap();
+            let ra = arr.region(at, (bw, bh, bd));
+            let mut dev = s.clone_htod(bytes_of(&l0)).unwrap();
+            {
+                let (p, _sync) = dev.device_ptr_mut(s);
+                // SAFETY: `dev` holds `l0.len()` elements of `T` (as bytes, 256-byte aligned),
+                // on this stream's device, used by nothing else while `raw` lives.
+                let mut raw =
+                    unsafe { RawShadow::new(MemoryKind::Device, p as *mut T, 0, len, "lin") }
+                        .unwrap();
+                let on = On::Stream(s);
+                let r = match (array_is_acc, take) {
+                    (false, false) => accumulate_region(on, &mut raw, rl, &arr, ra),
+                    (false, true) => accumulate_and_zero_region(on, &mut raw, rl, &mut arr, ra),
+                    (true, false) => accumulate_region(on, &mut arr, ra, &raw, rl),
+                    (true, true) => accumulate_and_zero_region(on, &mut arr, ra, &mut raw, rl),
+                };
+                r.unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            let b = s.clone_dtoh(&dev).unwrap();
+            // SAFETY: the bytes of `len` elements of `T`, read unaligned.
+            let lin: Vec<T> = (0..len)
+                .map(|k| unsafe { b.as_ptr().cast::<T>().add(k).read_unaligned() })
+                .collect();
+            let got = arr.to_host(s).unwrap();
+            for j in 0..len {
+                let Some(i) = pair(j) else {
+                    assert_eq!(
+                        lin[j].to_parts(),
+                        l0[j].to_parts(),
+                        "{what}: lin[{j}] outside"
+                    );
+                    continue;
+                };
+                let sum = T::add(l0[j], a0[i]);
+                let (acc, other, other0) = if array_is_acc {
+                    (got[i], lin[j], l0[j])
+                } else {
+                    (lin[j], got[i], a0[i])
+                };
+                assert_eq!(acc.to_parts(), sum.to_parts(), "{what}: element {j}");
+                if take {
+                    assert!(is_zero(other), "{what}: element {j} not zeroed");
+                } else {
+                    assert_eq!(other.to_parts(), other0.to_parts(), "{what}: source {j}");
+                }
+            }
+            for (i, (g, a)) in got.iter().zip(&a0).enumerate() {
+                if !in_array(i) {
+                    assert_eq!(g.to_parts(), a.to_parts(), "{what}: array[{i}] outside");
+                }
+            }
+        }
+    }
+}
+
+/// Every element type through the word passes (16-byte elements take their element path).
+#[test]
+#[ignore = "needs a GPU"]
+fn word_passes_touch_only_their_boxes() {
+    use half::{bf16, f16};
+    use num_complex::Complex;
+    let s = gpu();
+    word_passes_of::<f16>(&s);
+    word_passes_of::<bf16>(&s);
+    word_passes_of::<f32>(&s);
+    word_passes_of::<f64>(&s);
+    word_passes_of::<Complex<f32>>(&s);
+    word_passes_of::<Complex<f64>>(&s);
+}
+
 /// Threads at once, each on its own stream with its own arrays (the pool's staging buffers and
 /// the kernels' module are shared): every result exact.
 #[test]

@@ -81,8 +81,9 @@ pub(crate) struct Kernels {
     pub(crate) sum_add: [sys::CUfunction; 6],
     /// `surface_zero_b2`, `_b4`, `_b8`, `_b16`.
     pub(crate) surface_zero: [sys::CUfunction; 4],
-    /// `array_pass_*`, indexed like [`super::region::SUMS`].
-    pub(crate) array_pass: [sys::CUfunction; 6],
+    /// `array_pass_*` (elements) and `array_pass_w_*` (16-byte words), indexed like
+    /// [`super::region::SUMS`].
+    pub(crate) array_pass: [[sys::CUfunction; 6]; 2],
 }
 
 // SAFETY: module and function handles are plain driver handles, usable from any thread on which
@@ -478,10 +479,11 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     }
     let sum_finish = function("region_sum_finish".into())?;
     let mut sum_add = [core::ptr::null_mut(); 6];
-    let mut array_pass = [core::ptr::null_mut(); 6];
+    let mut array_pass = [[core::ptr::null_mut(); 6]; 2];
     for (i, name) in super::region::SUMS.iter().enumerate() {
         sum_add[i] = function(format!("region_sum_add_{name}"))?;
-        array_pass[i] = function(format!("array_pass_{name}"))?;
+        array_pass[0][i] = function(format!("array_pass_{name}"))?;
+        array_pass[1][i] = function(format!("array_pass_w_{name}"))?;
     }
     Ok(Kernels {
         accumulate,

@@ -399,6 +399,26 @@ pub(crate) unsafe fn copy_box(
 /// Elements per thread of the `array_pass_*` kernels: `ARRAY_PASS_ELEMS` in `shadow.cu`.
 const PASS_ELEMS: u64 = 4;
 
+/// The tile of threads of `array_pass_w_*` (see [`array_box`]).
+const WORD_BLOCK: (u64, u64) = (16, 8);
+
+/// Whether the pass over a box of `shape` elements of `size` bytes at element `x` of an array of
+/// `dims` dimensions takes `array_pass_w_*` (16-byte words): a 3D array (on 2D arrays words were
+/// level or slower: docs/performance.md, issue 23, third round), a box of several rows, the array
+/// box starting on a 16-byte boundary along x and the linear box's start and strides multiples
+/// of 16 bytes, so that every word lies in both boxes at 16-byte aligned addresses; elements of
+/// 16 bytes are words already.
+fn pass_words(size: u64, dims: u32, x: u64, lin: Side, (_, h, d): Shape) -> bool {
+    let aligned = |v: u64| v.is_multiple_of(16);
+    size < 16
+        && dims == 3
+        && h > 1
+        && aligned(x * size)
+        && aligned(lin.addr)
+        && aligned(lin.row * size)
+        && (d == 1 || aligned(lin.slice * size))
+}
+
 /// Where a box of a CUDA array is, for [`array_box`]: the array's surface object, the
 /// array's dimensionality (1, 2 or 3: the surface store's geometry must match it), and the box's
 /// first element.
@@ -440,20 +460,35 @@ unsafe fn array_box(
         return Ok(());
     }
     let loaded = pool::kernels(stream.context())?;
+    let words = match op {
+        SurfaceOp::Pass { lin, .. } => pass_words(size as u64, b.dims, b.x as u64, lin, shape),
+        SurfaceOp::Zero => false,
+    };
     let f = match op {
         SurfaceOp::Zero => loaded.surface_zero[by_size(size as u64)],
-        SurfaceOp::Pass { dtype, .. } => loaded.array_pass[dtype_index(dtype)],
+        SurfaceOp::Pass { dtype, .. } => loaded.array_pass[usize::from(words)][dtype_index(dtype)],
     };
     let (w, h, d) = shape;
     // Rows of a 1D array take whole blocks. Boxes of 2D and 3D arrays: the zeroing kernel takes
     // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
-    // docs/arrays.md); the pass kernels 64 × 4 tiles of threads, each thread four elements a
-    // tile's height apart: 256-byte runs of the linear box per row, where 16-wide tiles made
-    // 64-byte runs and were slower (docs/performance.md, issue 23).
+    // docs/arrays.md); the element pass kernels 64 × 4 tiles of threads, each thread four
+    // elements a tile's height apart: 256-byte runs of the linear box per row, where 16-wide
+    // tiles made 64-byte runs and were slower (docs/performance.md, issue 23). The word kernels
+    // take 16 × 8 tiles of four words a tile's height apart: 256-byte runs again, a warp on two
+    // rows (the fastest of seven shapes; those 16 words wide were within 2% of it, those 32 or 64
+    // words wide 15-20% slower: docs/performance.md, issue 23, third round).
     let block = match op {
         _ if h == 1 => (256, 1),
         SurfaceOp::Zero => (16, 16),
+        SurfaceOp::Pass { .. } if words => WORD_BLOCK,
         SurfaceOp::Pass { .. } => (64, 4),
+    };
+    // Threads per row: one per element, or per 16-byte word and per element left over.
+    let units = if words {
+        let per_word = 16 / size as u64;
+        w / per_word + w % per_word
+    } else {
+        w
     };
     // The kernel's coordinates are 32-bit: the caller checked that the box's fit.
     let int = |v: u64| v as core::ffi::c_int;
@@ -500,7 +535,7 @@ unsafe fn array_box(
             SurfaceOp::Pass { .. } => (1, PASS_ELEMS),
         };
         let grid = (
-            w.div_ceil(block.0 * ex) as u32,
+            units.div_ceil(block.0 * ex) as u32,
             h.div_ceil(block.1 * ey) as u32,
             slab as u32,
         );

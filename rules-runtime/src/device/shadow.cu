@@ -380,6 +380,10 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   stays because without it nvcc compiles the others differently, and the f32 and c32 sums
 //   ran 19-62% slower (docs/performance.md, issue 23).
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
+// Complex kernels (C = 2) take half as many rows and columns at a time (SUM_C2_DIV), the same
+// number of reals in flight: with SUM_ROWS elements of two reals, ptxas gave c32 72 and c64 86
+// registers, 3 and 2 blocks per SM where the real kernels (58) have 4, and their sums ran 1-7%
+// behind PyTorch's (docs/performance.md, issue 23, third round).
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
@@ -389,6 +393,9 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 #endif
 #ifndef SUM_VECTORS
 #define SUM_VECTORS 4
+#endif
+#ifndef SUM_C2_DIV
+#define SUM_C2_DIV 2
 #endif
 
 __device__ __forceinline__ double f16_to_f64(u16 h) {
@@ -519,20 +526,22 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
     for (int c = 0; c < C; c++)
 #pragma unroll
         for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
+    const int NR = C == 1 ? SUM_NARROW_ROWS : SUM_NARROW_ROWS / SUM_C2_DIV;
+    const int SR = C == 1 ? SUM_ROWS : SUM_ROWS / SUM_C2_DIV;
     if (step >= width) {
-        // Narrow rows: this thread's one column of SUM_NARROW_ROWS rows at a time.
+        // Narrow rows: this thread's one column of NR rows at a time.
         if (first < width) {
-            w.batches<SUM_NARROW_ROWS>([&](u64 r, u64 rs) {
-                S v[SUM_NARROW_ROWS][C];
+            w.batches<NR>([&](u64 r, u64 rs) {
+                S v[NR][C];
 #pragma unroll
-                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                for (int k = 0; k < NR; k++)
                     if (r + k * rs < n) {
                         const S* p = src + (w.at(r + k * rs, pitch, slice) + first) * C;
 #pragma unroll
                         for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
                     }
 #pragma unroll
-                for (int k = 0; k < SUM_NARROW_ROWS; k++)
+                for (int k = 0; k < NR; k++)
                     if (r + k * rs < n)
 #pragma unroll
                         for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
@@ -542,15 +551,15 @@ __device__ __forceinline__ void thread_sum(const typename T::S* src, u64 pitch, 
         // Pitches are in elements; component c of element x is at x * C + c.
         for (u64 r = r0; r < n; r += rs) {
             const S* row = src + w.at(r, pitch, slice) * C;
-            for (u64 x = first; x < width; x += SUM_ROWS * step) {
-                S v[SUM_ROWS][C];
+            for (u64 x = first; x < width; x += SR * step) {
+                S v[SR][C];
 #pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
+                for (int k = 0; k < SR; k++)
                     if (x + k * step < width)
 #pragma unroll
                         for (int c = 0; c < C; c++) v[k][c] = __ldcs(row + (x + k * step) * C + c);
 #pragma unroll
-                for (int k = 0; k < SUM_ROWS; k++)
+                for (int k = 0; k < SR; k++)
                     if (x + k * step < width)
 #pragma unroll
                         for (int c = 0; c < C; c++) acc[c][k % 4] += T::get(v[k][c]);
@@ -590,10 +599,11 @@ SUM_KERNEL(c64, SumF64, 2)
 // thread loads its column of R rows (Walk::batches) before adding any, row k of a batch into
 // accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
 // path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
-// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight; the
-// runtime's grid (sum.rs, narrow_rows) assumes these values. The launch bounds hold the
-// registers to 4 blocks per SM (5 for f32 and bf16, which spill a few bytes there and gain
-// 3-10%; f16 and f64 lost as much at 5: tools/kernel-explore/explore10.cu).
+// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight (48 for
+// 16-bit elements: 24 rows, where 16 left the 1-wide bf16 box behind PyTorch's and 32 spilled
+// in f16; tools/kernel-explore/explore11.cu); the runtime's grid (sum.rs, narrow_rows) assumes
+// these values. The launch bounds hold the registers to 4 blocks per SM (5 for f32, which spills a few
+// bytes there and gains 3-10%; f16 and f64 lost as much at 5: explore10.cu).
 #ifndef SUM_NARROW_ROWS_4
 #define SUM_NARROW_ROWS_4 16
 #endif
@@ -609,12 +619,21 @@ SUM_KERNEL(c64, SumF64, 2)
 #ifndef SUM_NARROW_BLOCKS_F32
 #define SUM_NARROW_BLOCKS_F32 5
 #endif
+#ifndef SUM_NARROW_BLOCKS_BF16
+#define SUM_NARROW_BLOCKS_BF16 4
+#endif
+#ifndef SUM_NARROW_ROWS_2
+#define SUM_NARROW_ROWS_2 24
+#endif
+#ifndef NARROW_PAIRS
+#define NARROW_PAIRS 1
+#endif
 
 // This thread's column of its rows. The rows of a batch are rpb = blockDim.x >> tpr_log2 apart
 // (a power of two); the next row's offset follows from the last one's (y + ry wraps into the next
 // slice at most once), so a batch costs one division, and few registers stay live while its
 // loads are in flight.
-template <typename T, int C, int R, bool SLICES>
+template <typename T, int C, int R, bool SLICES, bool PAIR>
 __device__ __forceinline__ void narrow_rows(const typename T::S* src, u64 pitch, u64 slice, const Walk& w,
                                             double (&acc)[C][4]) {
     typedef typename T::S S;
@@ -639,8 +658,15 @@ __device__ __forceinline__ void narrow_rows(const typename T::S* src, u64 pitch,
             // Rows past the box's end (the last batch only) load the batch's first row again and
             // are not added: the loads need no branch, so they all issue back to back.
             const S* p = src + ((u64)k < m ? at : at0) * C;
+            if (PAIR) {
+                // c32 at an 8-byte aligned start: an element in one 8-byte load.
+                const float2 t = __ldcs(reinterpret_cast<const float2*>(p));
+                v[k][0] = t.x;
+                v[k][C - 1] = t.y;
+            } else {
 #pragma unroll
-            for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+                for (int c = 0; c < C; c++) v[k][c] = __ldcs(p + c);
+            }
             if (SLICES) {
                 y += ry;
                 const bool wrap = y >= height;
@@ -669,9 +695,17 @@ __device__ __forceinline__ void region_sum_narrow(const typename T::S* src, u64 
         for (int k = 0; k < 4; k++) acc[c][k] = 0.0;
     // Boxes of several slices take half as many rows at a time (the runtime's grid assumes it):
     // their offsets take more registers.
+    // c32 whose first element is 8-byte aligned (then every element is: pitches are in
+    // elements) loads an element with one 8-byte load instead of two of 4 bytes, as f64 does.
+    const bool pair = NARROW_PAIRS && C == 2 && sizeof(typename T::S) == 4 && ((u64)src & 7) == 0;
     if (w.first() < w.width) {
-        if (w.depth > 1) narrow_rows<T, C, (R > 1 ? R / 2 : 1), true>(src, pitch, slice, w, acc);
-        else narrow_rows<T, C, R, false>(src, pitch, slice, w, acc);
+        if (pair) {
+            if (w.depth > 1) narrow_rows<T, C, (R > 1 ? R / 2 : 1), true, true>(src, pitch, slice, w, acc);
+            else narrow_rows<T, C, R, false, true>(src, pitch, slice, w, acc);
+        } else {
+            if (w.depth > 1) narrow_rows<T, C, (R > 1 ? R / 2 : 1), true, false>(src, pitch, slice, w, acc);
+            else narrow_rows<T, C, R, false, false>(src, pitch, slice, w, acc);
+        }
     }
     const u64 block = (u64)blockIdx.y * gridDim.x + blockIdx.x;
     for (int c = 0; c < C; c++) {
@@ -688,8 +722,8 @@ __device__ __forceinline__ void region_sum_narrow(const typename T::S* src, u64 
 
 SUM_NARROW_KERNEL(f32, SumF32, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
 SUM_NARROW_KERNEL(f64, SumF64, 1, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
-SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS)
-SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_4, SUM_NARROW_BLOCKS_F32)
+SUM_NARROW_KERNEL(f16, SumF16, 1, SUM_NARROW_ROWS_2, SUM_NARROW_BLOCKS)
+SUM_NARROW_KERNEL(bf16, SumBF16, 1, SUM_NARROW_ROWS_2, SUM_NARROW_BLOCKS_BF16)
 SUM_NARROW_KERNEL(c32, SumF32, 2, SUM_NARROW_ROWS_8, SUM_NARROW_BLOCKS)
 SUM_NARROW_KERNEL(c64, SumF64, 2, SUM_NARROW_ROWS_16, SUM_NARROW_BLOCKS)
 
@@ -867,6 +901,93 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
     }
 }
 
+// array_pass_w_*: the same reverses, each thread taking ARRAY_PASS_ELEMS 16-byte words of its row
+// (a block's height apart) instead of elements: a row is w / EPW words, then its last w % EPW
+// elements one by one, so no access reaches past the box. The runtime launches them where the
+// array box starts at a multiple of 16 bytes along x, the linear box's start and strides are
+// multiples of 16 bytes, and the array is 3D (docs/performance.md, issue 23, third round: 4-byte
+// surface accesses cost the L2 1.5-1.9x the sector requests their bytes need, and 3D boxes ran
+// 10-28% faster in words; 2D ones were level or slower). A word is a whole 16-byte chunk of the
+// array's block-linear layout. Kernels of their own, so that the element kernels above keep their
+// registers (38 for f32; the two in one kernel took 56, and the element path got 8-110% slower).
+template <typename T, int C, typename P>
+__device__ __forceinline__ void array_pass_words(u64 surf, unsigned dims, int x0, int y0, int z0, int w, int h,
+                                           typename T::S* lin, u64 row, u64 slice, unsigned mode) {
+    typedef typename T::S S;
+    typedef typename T::V V;
+    const int K = 16 / (int)sizeof(S);  // reals per word
+    const int EPW = K / C;              // elements per word
+    union Word { uint4 u; V v; P p; S s[K]; };
+    const int E = ARRAY_PASS_ELEMS;
+    // Words per row, then threads per row: one per word, one per element left over.
+    const int wv = EPW > 1 ? w / EPW : 0;
+    const int units = wv + (w - wv * EPW);
+    const bool along_x = blockDim.y == 1;
+    const int x = blockIdx.x * blockDim.x * (along_x ? E : 1) + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y * (along_x ? 1 : E) + threadIdx.y;
+    const int dx = along_x ? blockDim.x : 0, dy = along_x ? 0 : blockDim.y;
+    const int az = z0 + (int)blockIdx.z;
+    const int bx0 = x0 * (int)sizeof(P);
+    Word a[E], l[E];
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < units && yk < h) {
+            const S* lr = lin + ((u64)blockIdx.z * slice + (u64)yk * row) * C;
+            if (xk < wv) {
+                a[k].u = surf_load<uint4>(surf, dims, bx0 + xk * 16, y0 + yk, az);
+                l[k].v = *reinterpret_cast<const V*>(lr + (u64)xk * K);
+            } else {
+                const int e = wv * EPW + (xk - wv);
+                a[k].p = surf_load<P>(surf, dims, bx0 + e * (int)sizeof(P), y0 + yk, az);
+#pragma unroll
+                for (int c = 0; c < C; c++) l[k].s[c] = lr[(u64)e * C + c];
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        const int xk = x + k * dx, yk = y + k * dy;
+        if (xk < units && yk < h) {
+            S* lr = lin + ((u64)blockIdx.z * slice + (u64)yk * row) * C;
+            const int ay = y0 + yk;
+            if (xk < wv) {
+                const int bx = bx0 + xk * 16;
+                V* lk = reinterpret_cast<V*>(lr + (u64)xk * K);
+                if (mode < 2) {
+                    *lk = T::addv(l[k].v, a[k].v);
+                    if (mode == 1) surf_store<uint4>(make_uint4(0u, 0u, 0u, 0u), surf, dims, bx, ay, az);
+                } else {
+                    a[k].v = T::addv(a[k].v, l[k].v);
+                    surf_store<uint4>(a[k].u, surf, dims, bx, ay, az);
+                    if (mode == 3) *lk = T::zerov();
+                }
+            } else {
+                const int e = wv * EPW + (xk - wv);
+                const int bx = bx0 + e * (int)sizeof(P);
+                S* lk = lr + (u64)e * C;
+                if (mode < 2) {
+#pragma unroll
+                    for (int c = 0; c < C; c++) lk[c] = T::add(l[k].s[c], a[k].s[c]);
+                    if (mode == 1) {
+                        Word z;
+#pragma unroll
+                        for (int c = 0; c < C; c++) z.s[c] = T::zero();
+                        surf_store<P>(z.p, surf, dims, bx, ay, az);
+                    }
+                } else {
+#pragma unroll
+                    for (int c = 0; c < C; c++) a[k].s[c] = T::add(a[k].s[c], l[k].s[c]);
+                    surf_store<P>(a[k].p, surf, dims, bx, ay, az);
+                    if (mode == 3)
+#pragma unroll
+                        for (int c = 0; c < C; c++) lk[c] = T::zero();
+                }
+            }
+        }
+    }
+}
+
 #define ARRAY_PASS_KERNEL(NAME, T, C, P)                                                          \
     extern "C" __global__ void array_pass_##NAME(u64 s, unsigned dims, int x, int y, int z, int w, \
                                                  int h, T::S* lin, u64 row, u64 slice,            \
@@ -880,3 +1001,17 @@ ARRAY_PASS_KERNEL(f16, F16, 1, u16)
 ARRAY_PASS_KERNEL(bf16, BF16, 1, u16)
 ARRAY_PASS_KERNEL(c32, F32, 2, uint2)
 ARRAY_PASS_KERNEL(c64, F64, 2, uint4)
+
+#define ARRAY_WORDS_KERNEL(NAME, T, C, P)                                                         \
+    extern "C" __global__ void array_pass_w_##NAME(u64 s, unsigned dims, int x, int y, int z,      \
+                                                   int w, int h, T::S* lin, u64 row, u64 slice,   \
+                                                   unsigned mode) {                               \
+        array_pass_words<T, C, P>(s, dims, x, y, z, w, h, lin, row, slice, mode);                  \
+    }
+
+ARRAY_WORDS_KERNEL(f32, F32, 1, unsigned)
+ARRAY_WORDS_KERNEL(f64, F64, 1, uint2)
+ARRAY_WORDS_KERNEL(f16, F16, 1, u16)
+ARRAY_WORDS_KERNEL(bf16, BF16, 1, u16)
+ARRAY_WORDS_KERNEL(c32, F32, 2, uint2)
+ARRAY_WORDS_KERNEL(c64, F64, 2, uint4)

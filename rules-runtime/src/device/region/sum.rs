@@ -39,10 +39,12 @@ const VEC_MIN_ROW_BYTES: u64 = 2048;
 const VEC_PASSES: u64 = 4;
 const SCALAR_PASSES: u64 = 16;
 /// Narrow rows each thread of `region_sum_narrow_*` takes at a time, by the bytes of one element:
-/// `SUM_NARROW_ROWS_4`, `_8`, `_16` in `shadow.cu`; half as many for boxes of several slices.
+/// `SUM_NARROW_ROWS_2`, `_4`, `_8`, `_16` in `shadow.cu`; half as many for boxes of several
+/// slices.
 fn narrow_rows(dtype: Dtype, depth: u64) -> u64 {
     let rows = match dtype.size() {
-        ..=4 => 16,
+        2 => 24,
+        4 => 16,
         8 => 8,
         _ => 4,
     };
