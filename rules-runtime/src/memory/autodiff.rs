@@ -212,9 +212,9 @@ mod bridge;
 mod fill;
 mod rules;
 pub use arrays::{
-    AdArray, AdArrayPair, AdRefRule, ArraySide, BufSide, RefFill, RefMemset, RefRegion, RefSide,
-    SliceSide, array_aug, array_fill_aug, array_fill_fwd, array_fill_primal, array_fill_rev,
-    array_fwd, array_primal, array_rev,
+    AdArray, AdArrayPair, ArraySide, BufSide, RefFill, RefMemset, RefRegion, SliceSide, array_aug,
+    array_fill_aug, array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal,
+    array_rev,
 };
 pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
 pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
