@@ -621,6 +621,32 @@ where
     Ok((dst, src, active))
 }
 
+/// The rule's forward rule on the activities the sides resolve to, recorded as bridge `which`:
+/// the primal (every shadow slot holds its primal, so all `Const`: the call alone) and the
+/// forward rule share it.
+///
+/// # Safety
+/// As [`RefSide::open_mut`] for `dst` and `src`.
+unsafe fn forward<'h, D, S, R>(
+    (name, which): (&'static str, Bridge),
+    make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
+    dst: D,
+    src: Option<S>,
+) where
+    D: RefSide<'h>,
+    S: RefSide<'h>,
+    R: AdRefRule<'h, D::Buf, S::Buf>,
+{
+    let _ = record((name, which), || {
+        // SAFETY: this function's contract.
+        let (_e, st, mut rule, mut d, mut s) = unsafe { prepare(make, dst, src)? };
+        let _unwind: UnwindWait<'_> = st.wait_on_unwind();
+        let (dst, src, _) = acts(&mut d, &mut s)?;
+        let ran = rule.fwd(dst, src).map_err(AdError::Rule);
+        finished(st, ran)
+    });
+}
+
 /// The `extern "C"` primal of an array rule: the call through the rule object, all inactive.
 ///
 /// # Safety
@@ -635,14 +661,8 @@ pub unsafe fn array_primal<'h, D, S, R>(
     S: RefSide<'h>,
     R: AdRefRule<'h, D::Buf, S::Buf>,
 {
-    let _ = record((name, Bridge::Primal), || {
-        // SAFETY: this function's contract.
-        let (_e, st, mut rule, mut d, mut s) = unsafe { prepare(make, dst, src)? };
-        let _unwind: UnwindWait<'_> = st.wait_on_unwind();
-        let (dst, src, _) = acts(&mut d, &mut s)?;
-        let ran = rule.fwd(dst, src).map_err(AdError::Rule);
-        finished(st, ran)
-    });
+    // SAFETY: this function's contract.
+    unsafe { forward((name, Bridge::Primal), make, dst, src) }
 }
 
 /// The forward rule of an array rule (Enzyme's forward-mode convention).
@@ -659,14 +679,8 @@ pub unsafe fn array_fwd<'h, D, S, R>(
     S: RefSide<'h>,
     R: AdRefRule<'h, D::Buf, S::Buf>,
 {
-    let _ = record((name, Bridge::Fwd), || {
-        // SAFETY: this function's contract.
-        let (_e, st, mut rule, mut d, mut s) = unsafe { prepare(make, dst, src)? };
-        let _unwind = st.wait_on_unwind();
-        let (dst, src, _) = acts(&mut d, &mut s)?;
-        let ran = rule.fwd(dst, src).map_err(AdError::Rule);
-        finished(st, ran)
-    });
+    // SAFETY: this function's contract.
+    unsafe { forward((name, Bridge::Fwd), make, dst, src) }
 }
 
 /// The tape of a bridged array call: the rule's, and which sides were active.
