@@ -145,7 +145,7 @@ pub unsafe trait RefSide<'h> {
     /// The stream of the primal handle, if the side is one.
     ///
     /// # Safety
-    /// As [`RefSide::open_mut`].
+    /// As `RefSide::open_mut`.
     unsafe fn stream(&self) -> Option<&'h Arc<CudaStream>>;
     /// The arrays the side would hand out (null for none), to refuse one array on both sides.
     fn ids(&self) -> [*const c_void; 2];
@@ -161,7 +161,7 @@ pub unsafe trait RefSide<'h> {
     /// The primal, read, and the shadow when active.
     ///
     /// # Safety
-    /// As [`RefSide::open_mut`].
+    /// As `RefSide::open_mut`.
     unsafe fn open_shared(
         self,
         what: &'static str,
@@ -191,7 +191,7 @@ impl<T: ArrayElement> ArraySide<T> {
     /// The primal array and, when active, its shadow array, checked.
     ///
     /// # Safety
-    /// As [`RefSide::open_mut`].
+    /// As `RefSide::open_mut`.
     unsafe fn arrays(
         &self,
         what: &'static str,
@@ -257,7 +257,7 @@ impl<T: Differentiable> BufSide<T> {
     /// The primal and, when active, its shadow as raw shadows of the handles' kind.
     ///
     /// # Safety
-    /// As [`RefSide::open_mut`].
+    /// As `RefSide::open_mut`.
     unsafe fn raw(
         &self,
         what: &'static str,
@@ -511,7 +511,7 @@ impl Drop for Entered {
 /// capturing.
 ///
 /// # Safety
-/// As [`RefSide::open_mut`] for `dst` and `src`.
+/// As `RefSide::open_mut` for `dst` and `src`.
 unsafe fn ref_streams<'h, D: RefSide<'h>, S: RefSide<'h>>(
     dst: &D,
     src: Option<&S>,
@@ -534,7 +534,7 @@ unsafe fn ref_streams<'h, D: RefSide<'h>, S: RefSide<'h>>(
 /// rule object (with the handles' stream), then both sides opened.
 ///
 /// # Safety
-/// As [`RefSide::open_mut`] for `dst` and `src`.
+/// As `RefSide::open_mut` for `dst` and `src`.
 #[allow(clippy::type_complexity)]
 unsafe fn prepare<'h, D, S, R>(
     make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
@@ -626,7 +626,7 @@ where
 /// forward rule share it.
 ///
 /// # Safety
-/// As [`RefSide::open_mut`] for `dst` and `src`.
+/// As `RefSide::open_mut` for `dst` and `src`.
 unsafe fn forward<'h, D, S, R>(
     (name, which): (&'static str, Bridge),
     make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
@@ -650,7 +650,7 @@ unsafe fn forward<'h, D, S, R>(
 /// The `extern "C"` primal of an array rule: the call through the rule object, all inactive.
 ///
 /// # Safety
-/// As [`RefSide::open_mut`] for `dst` and `src` (each shadow slot holding its primal).
+/// As `RefSide::open_mut` for `dst` and `src` (each shadow slot holding its primal).
 pub unsafe fn array_primal<'h, D, S, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
@@ -759,7 +759,7 @@ pub struct RefFill<R>(pub R);
 /// The fill's rule object and its destination opened.
 ///
 /// # Safety
-/// As [`RefSide::open_mut`] for `dst`.
+/// As `RefSide::open_mut` for `dst`.
 #[allow(clippy::type_complexity)]
 unsafe fn prepare_fill<'h, D, R>(
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
