@@ -330,6 +330,64 @@ fn narrow_sums_read_no_row_past_the_box() {
     }
 }
 
+/// c32 boxes of every row alignment: wide rows whose starts are 8 bytes apart modulo 16 (the
+/// scalar path) or share it (the vector path, with a head of 0 or 2 reals, or 1 or 3 where the box
+/// starts 4 bytes past an 8-byte boundary), and narrow rows of 1 and 3 elements (the narrow
+/// kernel with and without 8-byte loads). As above, each buffer ends where its box does (memcheck
+/// reports a read past it), the padding is 1e30, and the values are multiples of 1/64, so the
+/// sum is exact.
+#[test]
+#[ignore = "needs a GPU"]
+fn complex_sums_of_rows_of_either_alignment() {
+    let s = gpu();
+    // (first float of the box: 0 or 1, width, height, pitch in bytes)
+    let cases = [
+        (0, 300, 7, 301 * 8),
+        (1, 300, 7, 301 * 8),
+        (0, 257, 5, 258 * 8),
+        (1, 299, 6, 299 * 8 + 8),
+        (0, 300, 4, 302 * 8),
+        (1, 3, 50, 32),
+        (0, 3, 1000, 24),
+        (1, 1, 77, 16),
+    ];
+    for (first, w, h, pitch) in cases {
+        let row = pitch / 8;
+        let len = first + 2 * ((h - 1) * row + w); // floats: the box's last one ends the buffer
+        let mut host = vec![1e30f32; len];
+        let (mut re, mut im) = (0.0f64, 0.0f64);
+        let mut k = 0usize;
+        for y in 0..h {
+            for x in 0..w {
+                let i = first + 2 * (y * row + x);
+                host[i] = (k % 64) as f32 / 64.0;
+                host[i + 1] = -((k % 61) as f32) / 64.0;
+                re += f64::from(host[i]);
+                im += f64::from(host[i + 1]);
+                k += 1;
+            }
+        }
+        let d = s.clone_htod(&host).unwrap();
+        let (ptr, _guard) = d.device_ptr(&s);
+        // SAFETY: the floats first.. of `d` hold (len - first) / 2 complex numbers, alive and
+        // untouched by anything else until `_guard` and `d` drop at the end of this iteration.
+        let dc = unsafe {
+            RawShadow::new(
+                MemoryKind::Device,
+                (ptr + 4 * first as u64) as *mut Complex<f32>,
+                0,
+                (len - first) / 2,
+                "c",
+            )
+            .unwrap()
+        };
+        let r = Pitched::rows(0, w, h, pitch);
+        let got = sum_region(On::stream(&s), &dc, r).unwrap();
+        let want = Complex::new(re as f32, im as f32);
+        assert_eq!(got, want, "first float {first}, {w} x {h}, pitch {pitch}");
+    }
+}
+
 /// More than 2^31 elements: the kernels index in 64 bits.
 #[test]
 #[ignore = "needs a GPU"]
