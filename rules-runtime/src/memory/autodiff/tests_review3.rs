@@ -1,7 +1,8 @@
 //! Review reproducers (review3): the array bridges (`arrays.rs`) attacked from safe code and from
 //! what Enzyme passes. "Was broken" tests failed before the fix on this branch (see each); the
 //! others record what held. GPU tests: `--ignored review3_gpu`.
-use super::arrays::{AdRefRule, DstAct, SrcAct};
+
+use super::arrays::rules::{AdRefRule, DstAct, SrcAct};
 use super::*;
 use crate::autodiff::{AdArray, AdArrayPair, take_error};
 use crate::error::Result;
