@@ -40,7 +40,7 @@ where
 /// The `extern "C"` primal of a fill of an array.
 ///
 /// # Safety
-/// As [`array_primal`] for `dst`.
+/// As [`array_primal`](super::array_primal) for `dst`.
 pub unsafe fn array_fill_primal<'h, D, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
@@ -65,7 +65,7 @@ pub unsafe fn array_fill_primal<'h, D, R>(
 /// The forward rule of a fill of an array: `d_dst[R] ← dv`.
 ///
 /// # Safety
-/// As [`array_fwd`] for `dst`.
+/// As [`array_fwd`](super::array_fwd) for `dst`.
 pub unsafe fn array_fill_fwd<'h, D, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
@@ -100,7 +100,7 @@ struct FillTape<Tp> {
 /// The augmented primal of a fill of an array (the value has no shadow slot: see `fill.rs`).
 ///
 /// # Safety
-/// As [`array_aug`] for `dst`.
+/// As [`array_aug`](super::array_aug) for `dst`.
 pub unsafe fn array_fill_aug<'h, D, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
@@ -133,7 +133,7 @@ where
 /// after an error, which is recorded).
 ///
 /// # Safety
-/// As [`array_rev`] for `dst`.
+/// As [`array_rev`](super::array_rev) for `dst`.
 pub unsafe fn array_fill_rev<'h, D, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
