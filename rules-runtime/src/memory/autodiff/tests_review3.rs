@@ -1,4 +1,4 @@
-//! Review reproducers (review3): the array bridges (`arrays.rs`) attacked from safe code and from
+//! Review reproducers (review3): the array bridges (`arrays/`) attacked from safe code and from
 //! what Enzyme passes. "Was broken" tests failed before the fix on this branch (see each); the
 //! others record what held. GPU tests: `--ignored review3_gpu`.
 
