@@ -97,7 +97,8 @@ where
         ));
     }
     if let Some(s) = &src {
-        let (d, s) = (dst.ids(), s.ids());
+        // SAFETY: this function's contract.
+        let (d, s) = unsafe { (dst.ids(), s.ids()) };
         if d.iter().any(|a| !a.is_null() && s.contains(a)) {
             return Err(handle_error(
                 "src",

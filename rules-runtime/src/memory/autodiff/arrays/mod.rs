@@ -152,7 +152,10 @@ pub unsafe trait RefSide<'h> {
     /// As `RefSide::open_mut`.
     unsafe fn stream(&self) -> Option<&'h Arc<CudaStream>>;
     /// The arrays the side would hand out (null for none), to refuse one array on both sides.
-    fn ids(&self) -> [*const c_void; 2];
+    ///
+    /// # Safety
+    /// As `RefSide::open_mut` (an array side reads its handles).
+    unsafe fn ids(&self) -> [*const c_void; 2];
     /// The primal, writable, and the shadow when active (`None`: the shadow slot holds the
     /// primal, Enzyme's inactive argument).
     ///
@@ -228,9 +231,9 @@ unsafe impl<'h, T: ArrayElement> RefSide<'h> for ArraySide<T> {
         let p = unsafe { &*self.0 };
         (p.role == PRIMAL && !p.stream.is_null()).then(|| unsafe { &*p.stream })
     }
-    fn ids(&self) -> [*const c_void; 2] {
-        // SAFETY: `ids` is called by the bridges on their own arguments only (the contract of
-        // `open_mut`, under which they run); roles are checked when opened.
+    unsafe fn ids(&self) -> [*const c_void; 2] {
+        // SAFETY: live handles, by the contract; only their pointers are read (roles are
+        // checked when opened).
         let (p, d) = unsafe { (&*self.0, &*self.1) };
         [p.arr.cast_const().cast(), d.arr.cast_const().cast()]
     }
@@ -301,7 +304,7 @@ unsafe impl<'h, T: Differentiable> RefSide<'h> for BufSide<T> {
         let p = unsafe { &*self.0 };
         (p.role == PRIMAL && !p.stream.is_null()).then(|| unsafe { &*p.stream })
     }
-    fn ids(&self) -> [*const c_void; 2] {
+    unsafe fn ids(&self) -> [*const c_void; 2] {
         [core::ptr::null(); 2]
     }
     unsafe fn open_mut(
@@ -328,7 +331,7 @@ unsafe impl<'h, T: Differentiable> RefSide<'h> for SliceSide<T> {
     unsafe fn stream(&self) -> Option<&'h Arc<CudaStream>> {
         None
     }
-    fn ids(&self) -> [*const c_void; 2] {
+    unsafe fn ids(&self) -> [*const c_void; 2] {
         [core::ptr::null(); 2]
     }
     unsafe fn open_mut(self, _: &'static str) -> Result<(Self::Mut, Option<Self::Mut>), AdError> {
