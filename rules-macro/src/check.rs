@@ -9,10 +9,11 @@ mod buffers;
 pub use buffers::usize_by_name;
 mod collective;
 mod copy;
+mod params;
 mod region;
 
 use crate::ctxt::Ctxt;
-use crate::model::{CFG, Kind, Role};
+use crate::model::{CFG, IN_IMPL, Kind, Role};
 use crate::parse::{Param, Rule, VARIADIC_MESSAGE};
 use crate::plan::Plan;
 use crate::text::type_str;
@@ -66,10 +67,13 @@ fn check_restore(cx: &Ctxt, rule: &Rule) {
 
 /// The generated rules hand a role's parameter to the runtime in every configuration; a role on
 /// a parameter that `#[cfg]` may remove would leave the rule without its buffer, length or
-/// stream. Other parameters may be configured out: the generated rules repeat their `#[cfg]`.
+/// stream. Other parameters (`#[inert]` ones included) may be configured out: the generated rules
+/// repeat their `#[cfg]`.
 fn check_configured_roles(cx: &Ctxt, rule: &Rule) {
     for p in &rule.params {
-        if let (Some(mark), Some(cfg)) = (&p.role, p.cfg.first()) {
+        if let (Some(mark), Some(cfg)) = (&p.role, p.cfg.first())
+            && mark.role != Role::Inert
+        {
             cx.error_spanned_by(
                 cfg,
                 format!(
@@ -125,8 +129,8 @@ fn check_variadic(cx: &Ctxt, rule: &Rule) {
 }
 
 /// The generated rules are functions next to the primal that call it with the buffers (by name,
-/// or as `Self::name` with `in_impl`), so the primal cannot be a method; and a role belongs on a
-/// buffer parameter, never on `self`.
+/// or as `Self::name` with `in_impl`), so the primal cannot be a method: the error names the
+/// associated function that works. A role belongs on a buffer parameter, never on `self`.
 fn check_receiver(cx: &Ctxt, rule: &Rule) {
     for p in rule.params.iter().filter(|p| p.receiver) {
         match &p.role {
@@ -140,9 +144,23 @@ fn check_receiver(cx: &Ctxt, rule: &Rule) {
             ),
             None => cx.error_spanned_by(
                 &p.tokens,
-                "copy rules are free functions: move this method's body into a function that takes the buffers as parameters",
+                format!(
+                    "a rule's primitive cannot be a method: its rule object calls it as a function. Take the receiver as an ordinary parameter and mark the rule `{IN_IMPL}`: `#[derivative_rule({kind}, {IN_IMPL})] fn {name}(this: {recv}, ...)`, called as `Self::{name}_rule(this, ...)`; if `this` holds the stream the copy runs on, implement `rules_runtime::ops::AsStream` for `Self` (or mark the stream parameter `#[stream]`); if not, mark it `#[inert]`",
+                    kind = rule.kind().unwrap_or(Kind::Copy).name(),
+                    name = rule.func.sig.ident,
+                    recv = receiver_type(&rule.func.sig),
+                ),
             ),
         }
+    }
+}
+
+/// The receiver's type as an ordinary parameter's: `&Self`, `&mut Self` or `Self`.
+fn receiver_type(sig: &syn::Signature) -> &'static str {
+    match sig.receiver().map(|r| &r.kind) {
+        Some(syn::ReceiverKind::Reference(_, _, Some(_))) => "&mut Self",
+        Some(syn::ReceiverKind::Reference(_, _, None)) => "&Self",
+        _ => "Self",
     }
 }
 

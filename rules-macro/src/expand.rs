@@ -293,7 +293,7 @@ impl<'a> Generator<'a> {
         let where_clause = (!preds.is_empty()).then(|| quote!(where #preds));
         let call = self.primal_call();
         let docs = Docs::new(self.primal_path_text(), self.plan);
-        let doc = docs.rule(&name, &self.arg_names(), parts.trait_text);
+        let doc = docs.rule(&name, &self.arg_names(), parts.trait_text) + &self.param_docs();
         let allow = allowances();
         let vis = &rule.func.vis;
         if self.access == Access::Params {
@@ -391,6 +391,22 @@ impl<'a> Generator<'a> {
                 quote!(self.#k)
             }
         }
+    }
+
+    /// The doc comments of the primal's parameters (taken off them: rustc allows none there), as
+    /// a list after the rule's own docs.
+    fn param_docs(&self) -> String {
+        let lines: Vec<String> = self
+            .rule
+            .params
+            .iter()
+            .filter(|p| !p.docs.is_empty())
+            .map(|p| format!("- `{}`: {}", p.name, p.docs.join(" ")))
+            .collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!("\n\nThe arguments:\n{}", lines.join("\n"))
     }
 
     /// The parameters the rule struct holds, by name, for the docs.

@@ -24,14 +24,14 @@ pub fn stubs(rule: &Rule) -> TokenStream {
     let name = rule_name(rule);
     let vis = &rule.func.vis;
     let allow = allowances();
-    // The rule object takes the parameters other than the buffers (those marked as such).
+    // The rule object takes the parameters other than the buffers (a fill's value is one; a
+    // memset's bit pattern is passed through).
+    let fill = rule.kind() == Some(Kind::Fill);
     let rest: Vec<_> = rule
         .params
         .iter()
         .filter(|p| {
-            ![Role::Dst, Role::Src, Role::Value]
-                .iter()
-                .any(|&r| p.has_role(r))
+            !(p.has_role(Role::Dst) || p.has_role(Role::Src) || fill && p.has_role(Role::Value))
         })
         .collect();
     let tys: Vec<Ident> = (0..rest.len()).map(|i| format_ident!("__A{}", i)).collect();

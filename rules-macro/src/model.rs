@@ -7,7 +7,7 @@
 
 mod role;
 
-pub use role::{BUILTIN_ATTRIBUTES, CFG, ROLE_SYNONYMS, Role};
+pub use role::{BUILTIN_ATTRIBUTES, CFG, DOC, ROLE_SYNONYMS, Role};
 
 /// `#[derivative_rule(copy)]`: `dst ← src`, also between devices (a peer copy).
 pub const COPY: &str = "copy";

@@ -5,7 +5,7 @@
 
 use crate::args::RuleArgs;
 use crate::ctxt::Ctxt;
-use crate::model::{BUILTIN_ATTRIBUTES, CFG, Kind, ROLE_SYNONYMS, Role};
+use crate::model::{BUILTIN_ATTRIBUTES, CFG, DOC, Kind, ROLE_SYNONYMS, Role};
 use crate::text::{closest, edit_distance};
 use crate::types::ungroup;
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
@@ -36,8 +36,11 @@ pub struct Param {
     /// Its `#[cfg(...)]` attributes: the generated rules repeat them on the parameter and on the
     /// argument, so that a configured-out parameter is out of every call.
     pub cfg: Vec<Attribute>,
-    /// The whole parameter's tokens (role attributes stripped), for errors.
+    /// The whole parameter's tokens (role attributes and doc comments stripped), for errors.
     pub tokens: TokenStream,
+    /// Its doc comments' lines: rustc allows no doc comment on a function's parameter, so they
+    /// are taken off the primal and put in the rule item's documentation.
+    pub docs: Vec<String>,
 }
 
 impl Param {
@@ -169,9 +172,15 @@ pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
     let mut dropped_roles = Vec::new();
     let mut params = Vec::new();
     for (i, arg) in func.sig.inputs.iter_mut().enumerate() {
-        let role = match arg {
-            FnArg::Receiver(r) => take_roles(cx, &mut r.attrs, &mut dropped_roles),
-            FnArg::Typed(pt) => take_roles(cx, &mut pt.attrs, &mut dropped_roles),
+        let (role, docs) = match arg {
+            FnArg::Receiver(r) => (
+                take_roles(cx, &mut r.attrs, &mut dropped_roles),
+                take_docs(&mut r.attrs),
+            ),
+            FnArg::Typed(pt) => (
+                take_roles(cx, &mut pt.attrs, &mut dropped_roles),
+                take_docs(&mut pt.attrs),
+            ),
         };
         let tokens = arg.to_token_stream();
         match arg {
@@ -186,6 +195,7 @@ pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
                     receiver: true,
                     cfg: Vec::new(),
                     tokens,
+                    docs,
                 });
             }
             FnArg::Typed(pt) => {
@@ -210,6 +220,7 @@ pub fn parse_fn(cx: &Ctxt, args: RuleArgs, item: TokenStream) -> Item {
                         .cloned()
                         .collect(),
                     tokens,
+                    docs,
                 });
             }
         }
@@ -279,6 +290,29 @@ fn not_a_function(cx: &Ctxt, item: TokenStream) -> Item {
 
 /// The error for C-variadic functions (shared with [`crate::check`]).
 pub const VARIADIC_MESSAGE: &str = "variadic functions cannot have derivative rules: the rule must know every argument; wrap the call in a function with fixed parameters";
+
+/// Removes the doc comments (`#[doc = "..."]`) from a parameter's attributes, returning their
+/// text, one line each.
+fn take_docs(attrs: &mut Vec<Attribute>) -> Vec<String> {
+    let mut docs = Vec::new();
+    attrs.retain(|attr| {
+        if !attr.path().is_ident(DOC) {
+            return true;
+        }
+        if let Meta::NameValue(nv) = &attr.meta
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+        {
+            docs.push(s.value().trim().to_string());
+            return false;
+        }
+        // `#[doc(hidden)]` and other forms are not comments: rustc reports them as it would.
+        true
+    });
+    docs
+}
 
 /// Removes role attributes from `attrs`, returning the role; reports repeated roles, roles with
 /// arguments, and unknown attributes that look like misspelled roles (taking the role they most

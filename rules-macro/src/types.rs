@@ -360,3 +360,130 @@ pub fn mentions_generics(ty: &Type, generics: &syn::Generics) -> bool {
         .collect();
     !names.is_empty() && walk(ty.to_token_stream(), &names)
 }
+
+/// Integer types: a count, an offset, an index or a stride, by their look.
+const INTEGERS: &[&str] = &[
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "size_t",
+    "NonZeroUsize",
+    "NonZeroU32",
+    "NonZeroU64",
+    "NonZeroIsize",
+    "NonZero",
+    "c_int",
+    "c_uint",
+    "c_long",
+    "c_ulong",
+    "c_longlong",
+    "c_ulonglong",
+];
+/// Range types: a run of elements.
+const RANGES: &[&str] = &[
+    "Range",
+    "RangeInclusive",
+    "RangeFrom",
+    "RangeTo",
+    "RangeToInclusive",
+    "RangeFull",
+    "Bound",
+];
+/// Types that cannot choose or change what a copy writes, by their look: labels and the
+/// context a stream belongs to.
+const INERT: &[&str] = &["str", "String", "CudaContext"];
+
+/// What an unmarked parameter of a copy or region rule is, by its type's look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamClass {
+    /// A CUDA stream by its name (`&CudaStream`, `&Arc<CudaStream>`).
+    Stream,
+    /// A label or a context (`&str`, `String`, `&Arc<CudaContext>`): it cannot select elements.
+    Inert,
+    /// An integer, a flag, a range or a value of an element type, or a container of them: it may
+    /// choose which elements the primitive writes, or what it writes them with. The words say
+    /// which.
+    Scalar(&'static str),
+    /// Anything else (an alias, a type of the user's, a generic): only the compiler can tell.
+    Unknown,
+}
+
+/// Classifies a parameter's type for the check that no unmarked parameter can silently change
+/// what the primitive writes.
+pub fn classify(ty: &Type) -> ParamClass {
+    if is_stream_type(ty) {
+        return ParamClass::Stream;
+    }
+    if let Some(what) = scalar_in(ty) {
+        return ParamClass::Scalar(what);
+    }
+    if is_inert_type(ty) {
+        return ParamClass::Inert;
+    }
+    ParamClass::Unknown
+}
+
+/// The first integer, flag, range or element value inside `ty` (through references, pointers,
+/// tuples, arrays, slices and type arguments), in words.
+fn scalar_in(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Reference(r) => scalar_in(&r.elem),
+        Type::Ptr(p) => scalar_in(&p.elem),
+        Type::Slice(s) => scalar_in(&s.elem),
+        Type::Array(a) => scalar_in(&a.elem),
+        Type::Paren(p) => scalar_in(&p.elem),
+        Type::Group(g) => scalar_in(&g.elem),
+        Type::Tuple(t) => t.elems.iter().find_map(scalar_in),
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            let name = seg.ident.to_string();
+            if INTEGERS.contains(&name.as_str()) {
+                return Some("an integer");
+            }
+            if name == "bool" {
+                return Some("a flag");
+            }
+            if RANGES.contains(&name.as_str()) {
+                return Some("a range");
+            }
+            if elem_name(ty).is_some_and(|n| DIFFERENTIABLE.contains(&n.as_str())) {
+                return Some("a value of an element type");
+            }
+            match &seg.arguments {
+                PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+                    GenericArgument::Type(t) => scalar_in(t),
+                    _ => None,
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether `ty` is a label or a context by its look: `&str`, `String`, `CudaContext`, an `Arc`
+/// of one, `()`, or a reference to any of them.
+fn is_inert_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => is_inert_type(&r.elem),
+        Type::Paren(p) => is_inert_type(&p.elem),
+        Type::Group(g) => is_inert_type(&g.elem),
+        Type::Tuple(t) => t.elems.is_empty(),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|s| {
+            INERT.contains(&s.ident.to_string().as_str())
+                || (s.ident == ARC
+                    && matches!(&s.arguments, PathArguments::AngleBracketed(a)
+                        if matches!(a.args.first(), Some(GenericArgument::Type(t)) if is_inert_type(t))))
+        }),
+        _ => false,
+    }
+}

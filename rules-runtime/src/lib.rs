@@ -277,8 +277,15 @@ pub mod __private {
         pub fn augmented_primal<A, B>(&mut self, _: A, _: B) -> Result<RuleStub2> {
             Err(stub_error())
         }
-        /// Stands in for the reverse rule.
-        pub fn reverse<T, A, B, const N: usize>(&mut self, _: T, _: A, _: B) -> Result<[V; N]> {
+        /// Stands in for the reverse rule: its lanes are the destination's, as the rule's are, so
+        /// that `let dv = rule.reverse(..)?` infers what it would.
+        #[allow(clippy::type_complexity)]
+        pub fn reverse<T, A: crate::activity::Activity, B: crate::activity::ReverseValue<V>>(
+            &mut self,
+            _: T,
+            _: A,
+            _: B,
+        ) -> Result<<B as crate::activity::ReverseValue<V>>::Gradient<A::Width>> {
             Err(stub_error())
         }
     }

@@ -15,6 +15,29 @@ use syn::Type;
 /// The element types, as the messages list them.
 const ELEMENT_TYPES: &str = "`f32`, `f64`, `f16`, `bf16`, `Complex<f32>` or `Complex<f64>`";
 
+/// On a raw-pointer copy without `#[len]`, the one unmarked `usize` parameter, which the missing
+/// count's error names (and no other check reports again).
+pub fn len_candidate(rule: &Rule) -> Option<usize> {
+    let pointer_copy = rule.kind() == Some(crate::model::Kind::Copy)
+        && rule
+            .with_role(Role::Dst)
+            .first()
+            .is_some_and(|&i| matches!(rule.params[i].ty, Type::Ptr(_)));
+    if !pointer_copy || !rule.with_role(Role::Len).is_empty() {
+        return None;
+    }
+    let unmarked: Vec<usize> = (0..rule.params.len())
+        .filter(|&i| {
+            let p = &rule.params[i];
+            p.role.is_none() && matches!(&p.ty, Type::Path(t) if t.path.is_ident(USIZE))
+        })
+        .collect();
+    match unmarked.as_slice() {
+        [i] => Some(*i),
+        _ => None,
+    }
+}
+
 /// The buffers decide the rule's shape: both references (`&mut X` ← `&Y`) or both raw pointers
 /// (`*mut T` ← `*const T`). The rules of each shape are checked by its own function.
 /// Returns the access and what the rules take activities of (pointees, or pointer elements).
@@ -187,22 +210,15 @@ fn check_pointer_rule(
     // A region rule's extent is its rows (checked with the kind's other roles).
     let region = rule.kind().is_some_and(crate::model::Kind::is_region);
     if len.is_none() && !region {
-        let unmarked: Vec<&Param> = rule
-            .params
-            .iter()
-            .filter(|p| {
-                p.role.is_none() && matches!(&p.ty, Type::Path(t) if t.path.is_ident(USIZE))
-            })
-            .collect();
-        match unmarked.as_slice() {
-            [p] => cx.error_spanned_by(
-                &p.tokens,
+        match len_candidate(rule) {
+            Some(i) => cx.error_spanned_by(
+                &rule.params[i].tokens,
                 format!(
                     "a raw-pointer copy needs its element count: if `{n}` is the count, write `#[len] {n}: usize`",
-                    n = p.name
+                    n = rule.params[i].name
                 ),
             ),
-            _ => cx.error_spanned_by(
+            None => cx.error_spanned_by(
                 &rule.func.sig.ident,
                 "a raw-pointer copy needs its element count: add a `usize` parameter marked `#[len]`, e.g. `#[len] n: usize`",
             ),

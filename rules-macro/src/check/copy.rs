@@ -3,19 +3,20 @@
 
 use super::array::{check_array_stream, check_origins};
 use super::buffers::check_buffers;
-use super::{check_one_role, unmarked};
+use super::check_one_role;
+use super::params::{check_params, check_stream};
 use crate::ctxt::Ctxt;
 use crate::model::{Kind, MemKind, Role};
 use crate::parse::Rule;
 use crate::plan::{Access, Buffer, Order, Plan, Region};
 use crate::text::one_of;
-use crate::types::is_stream_type;
 
 /// Runs the checks of a copy rule; returns its plan when its own checks passed.
 pub fn check_copy(cx: &Ctxt, rule: &Rule) -> Option<Plan> {
     let dst = check_one_role(cx, rule, Role::Dst);
     let src = check_one_role(cx, rule, Role::Src);
     let stream = check_stream(cx, rule);
+    check_params(cx, rule, Kind::Copy, stream);
     let buffers = match (dst, src) {
         (Some(dst), Some(src)) => check_buffers(cx, rule, dst, src),
         _ => None,
@@ -91,29 +92,6 @@ pub(super) fn check_collective_roles_on_copy(cx: &Ctxt, rule: &Rule) {
             ),
         );
     }
-}
-
-/// The stream orders the shadow work after the primal copy: one stream, named by `#[stream]` or
-/// found by its type (`CudaStream`, `Arc<CudaStream>`, or references to them).
-pub(super) fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
-    let marked = rule.with_role(Role::Stream);
-    for &i in marked.iter().skip(1) {
-        cx.error_spanned_by(
-            rule.params[i].role_tokens(),
-            "`#[stream]` is given twice: a copy runs on one stream; keep the mark on that one",
-        );
-    }
-    if let Some(&i) = marked.first() {
-        return Some(i);
-    }
-    let by_type = unmarked(rule, is_stream_type);
-    if by_type.len() > 1 {
-        cx.error_spanned_by(
-            &rule.params[by_type[1]].tokens,
-            "several parameters are CUDA streams: mark the one the copy runs on with `#[stream]`",
-        );
-    }
-    by_type.first().copied()
 }
 
 /// Device work must be ordered after the primal copy on its stream: a device pointer rule with no

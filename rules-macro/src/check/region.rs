@@ -5,12 +5,15 @@
 use super::array::{array_sides, check_array_stream, check_origins};
 use super::buffers::{check_buffers, check_dst_only, check_extent};
 use super::check_one_role;
-use super::copy::{check_collective_roles_on_copy, check_device_pointer_stream, check_stream};
+use super::copy::{check_collective_roles_on_copy, check_device_pointer_stream};
+use super::params::{check_params, check_stream};
 use crate::ctxt::Ctxt;
 use crate::model::{COPY3D, FILL, Kind, Role};
 use crate::parse::Rule;
 use crate::plan::{Access, Buffer, Order, Plan, Region};
-use crate::types::{DIFFERENTIABLE, NOT_DIFFERENTIABLE, elem_name, element_of, show};
+use crate::types::{
+    DIFFERENTIABLE, NOT_DIFFERENTIABLE, ParamClass, classify, elem_name, element_of, show,
+};
 use syn::Type;
 
 /// Runs the checks of a region rule; returns its plan when its own checks passed.
@@ -23,6 +26,7 @@ pub fn check_region(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<Plan> {
         None
     };
     let stream = check_stream(cx, rule);
+    check_params(cx, rule, kind, stream);
     check_collective_roles_on_copy(cx, rule);
     let region = check_extents(cx, rule, kind);
     check_array_stream(cx, rule, &region, stream);
@@ -239,23 +243,24 @@ fn check_pointer_extent(cx: &Ctxt, rule: &Rule, kind: Kind, len: Option<usize>, 
     }
 }
 
-/// A fill needs its value, marked `#[value]`; a memset's value is a bit pattern with no
-/// derivative (Enzyme refuses an active one), so marking it is refused with the kind that takes
-/// a typed value.
+/// A fill needs its value, marked `#[value]`; a memset's value, marked `#[value]` too, is a bit
+/// pattern ([`check_memset_pattern`]); no other kind has one.
 fn check_value(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<usize> {
     let marked = rule.with_role(Role::Value);
+    if kind == Kind::Memset {
+        check_memset_pattern(cx, rule, &marked);
+        return None;
+    }
     if kind != Kind::Fill {
-        let msg = if kind == Kind::Memset {
-            format!(
-                "a memset's value is a bit pattern and has no derivative: remove `#[value]` (it passes through unchanged), or, to differentiate with respect to a value of the element type, make the rule `#[derivative_rule({FILL})]`"
-            )
-        } else {
-            format!(
+        refuse(
+            cx,
+            rule,
+            Role::Value,
+            &format!(
                 "`#[value]` belongs to `{FILL}` rules; {} copies its source: remove it",
                 kind.noun()
-            )
-        };
-        refuse(cx, rule, Role::Value, &msg);
+            ),
+        );
         return None;
     }
     for &i in marked.iter().skip(1) {
@@ -271,6 +276,30 @@ fn check_value(cx: &Ctxt, rule: &Rule, kind: Kind) -> Option<usize> {
         );
     }
     marked.first().copied()
+}
+
+/// A memset's value is a bit pattern with no derivative (Enzyme refuses an active one): marked
+/// `#[value]`, it passes through to the primitive unchanged. A value of an element type written
+/// over the box is a fill, whose derivative the rule would otherwise drop.
+fn check_memset_pattern(cx: &Ctxt, rule: &Rule, marked: &[usize]) {
+    for &i in marked.iter().skip(1) {
+        cx.error_spanned_by(
+            rule.params[i].role_tokens(),
+            "`#[value]` is given twice: a memset writes one bit pattern; keep one",
+        );
+    }
+    for &i in marked {
+        let p = &rule.params[i];
+        if matches!(classify(&p.ty), ParamClass::Scalar(w) if w != "an integer") {
+            cx.error_spanned_by(
+                &p.ty,
+                format!(
+                    "a memset's value is a bit pattern (`u8`, `u16`, `u32`: `cuMemsetD8/D16/D32`), not `{}`: to write a value of the element type, whose derivative the rule returns, make the rule `#[derivative_rule({FILL})]`",
+                    show(&p.ty)
+                ),
+            );
+        }
+    }
 }
 
 /// The value is the destination's element type (a fill cannot convert), taken by value, or a
@@ -335,7 +364,7 @@ fn check_value_type(
         cx.error_spanned_by(
             e,
             format!(
-                "a fill's value has the destination's element type, not `{en}`: for a bit pattern (`cuMemsetD8/D16/D32`) make the rule `#[derivative_rule(memset)]` and leave the value unmarked"
+                "a fill's value has the destination's element type, not `{en}`: for a bit pattern (`cuMemsetD8/D16/D32`) make the rule `#[derivative_rule(memset)]` (its `#[value]` is the bit pattern)"
             ),
         );
         return None;

@@ -55,6 +55,10 @@ pub enum Role {
     SrcY,
     /// `#[src_z]`: the slice where the source's box starts in its CUDA array.
     SrcZ,
+    /// `#[inert]`: a parameter that changes neither which elements the primitive writes nor
+    /// their values (a label, a counter, a transfer's chunk size): passed through, and the
+    /// user's word that the rule may ignore it.
+    Inert,
 }
 
 impl Role {
@@ -85,6 +89,7 @@ impl Role {
         Role::SrcX,
         Role::SrcY,
         Role::SrcZ,
+        Role::Inert,
     ];
     /// The extent roles of region rules (each a `usize`).
     pub const EXTENTS: &[Role] = &[
@@ -137,6 +142,7 @@ impl Role {
             Role::SrcX => "src_x",
             Role::SrcY => "src_y",
             Role::SrcZ => "src_z",
+            Role::Inert => "inert",
         }
     }
 
@@ -183,6 +189,9 @@ impl Role {
             Role::SrcX => "source's x (the column its box starts at in its CUDA array)",
             Role::SrcY => "source's y (the row its box starts at in its CUDA array)",
             Role::SrcZ => "source's z (the slice its box starts at in its CUDA array)",
+            Role::Inert => {
+                "inert parameter (one that changes neither which elements are written nor their values)"
+            }
         }
     }
 
@@ -239,6 +248,8 @@ pub const ROLE_SYNONYMS: &[(&str, Option<Role>)] = &[
 
 /// `#[cfg(...)]`: the one foreign parameter attribute the generated rules repeat.
 pub const CFG: &str = "cfg";
+/// `#[doc = "..."]`, a doc comment: taken off a parameter into the rule item's documentation.
+pub const DOC: &str = "doc";
 
 /// The compiler's own attributes (and the doc comment's `doc`): on a parameter they are someone
 /// else's, kept as they are, and never read as a misspelled role (`#[doc]` is two edits from

@@ -97,7 +97,7 @@ fn a_pitched_copy_is_bridged_through_its_region_rule() {
 fn a_memset_is_bridged_with_no_source() {
     let out = expand(
         "memset, dst = host, autodiff",
-        "unsafe fn z(#[dst] d: *mut f32, bits: u32, #[dst_pitch] p: usize, #[width] w: usize, #[height] h: usize) {}",
+        "unsafe fn z(#[dst] d: *mut f32, #[value] bits: u32, #[dst_pitch] p: usize, #[width] w: usize, #[height] h: usize) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
     for piece in [

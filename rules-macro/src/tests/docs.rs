@@ -38,7 +38,7 @@ fn a_pointer_rule_says_its_methods_are_unsafe_and_its_memory_kinds() {
 fn a_safe_slice_rule_documents_its_calls_and_no_safety() {
     let out = expand(
         "copy",
-        "fn f(#[dst] dst: &mut [f32], #[src] src: &[f32], by: f32) {}",
+        "fn f(#[dst] dst: &mut [f32], #[src] src: &[f32], #[inert] by: f32) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
     let docs = docs_of(&out, "f_rule");

@@ -8,7 +8,7 @@ use super::{errors, expand};
 fn a_good_rule_expands_to_a_rule_struct_and_its_trait_impl() {
     let out = expand(
         "copy",
-        "pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32], n: usize) { dst.copy_from_slice(src) }",
+        "pub fn copy_into(#[dst] dst: &mut [f32], #[src] src: &[f32], #[inert] n: usize) { dst.copy_from_slice(src) }",
     );
     assert_eq!(errors(&out), 0, "{out}");
     for piece in [
@@ -36,7 +36,7 @@ fn a_good_rule_expands_to_a_rule_struct_and_its_trait_impl() {
 fn a_renamed_runtime_is_the_only_runtime_path() {
     let out = expand(
         "copy, crate = rt",
-        "fn f(#[dst] d: &mut Vec<T>, #[src] s: &[T], x: usize) -> Result<(), E> { Ok(()) }",
+        "fn f(#[dst] d: &mut Vec<T>, #[src] s: &[T], #[inert] x: usize) -> Result<(), E> { Ok(()) }",
     );
     assert_eq!(errors(&out), 0, "{out}");
     assert!(out.contains("use rt :: __private as __p"), "{out}");
@@ -145,7 +145,7 @@ fn array_rules_place_the_array_side_by_its_origin() {
 fn cfg_parameters_and_unnamed_generics_get_named_fields_and_a_constructor() {
     let out = expand(
         "copy",
-        "fn f(#[dst] d: &mut [f32], #[src] s: &[f32], #[cfg(test)] n: usize, k: u8) {}",
+        "fn f(#[dst] d: &mut [f32], #[src] s: &[f32], #[cfg(test)] #[inert] n: usize, #[inert] k: u8) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
     assert!(
@@ -174,7 +174,7 @@ fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() 
         "copy2d",
         "pub unsafe fn f<T: Copy>(s: &CudaStream, #[dst] d: &mut CudaSlice<f32>, #[dst_pitch] dp: usize, \
          #[src] x: &CudaSlice<f32>, #[src_pitch] sp: usize, #[width] w: usize, #[height] h: usize, \
-         #[cfg(test)] tag: u8, scratch: &mut Vec<T>) {}",
+         #[cfg(test)] #[inert] tag: u8, #[inert] scratch: &mut Vec<T>) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
     for piece in [
@@ -207,7 +207,7 @@ fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() 
     // A safe primal's rule keeps its public tuple fields.
     let out = expand(
         "copy",
-        "pub fn h(#[dst] d: &mut [f32], #[src] x: &[f32], n: usize) {}",
+        "pub fn h(#[dst] d: &mut [f32], #[src] x: &[f32], #[inert] n: usize) {}",
     );
     assert!(out.contains("pub struct h_rule (pub usize) ;"), "{out}");
 }
