@@ -449,7 +449,7 @@ fn scalar_in(ty: &Type) -> Option<&'static str> {
             if INTEGERS.contains(&name.as_str()) {
                 return Some("an integer");
             }
-            if name == "bool" {
+            if name == "bool" || name == "AtomicBool" {
                 return Some("a flag");
             }
             if RANGES.contains(&name.as_str()) {

@@ -11,7 +11,7 @@ use std::cell::Cell;
 /// A host pointer copy that tolerates aliasing (`ptr::copy`) and counts its calls.
 #[derivative_rule(copy, dst = host, src = host)]
 unsafe fn copy_within(
-    calls: &Cell<usize>,
+    #[inert] calls: &Cell<usize>,
     #[dst] dst: *mut f64,
     #[dst_offset] doff: usize,
     #[src] src: *const f64,
@@ -510,7 +510,7 @@ impl std::error::Error for DriverFailure {}
 /// A copy primitive that can fail, like a driver call.
 #[derivative_rule(copy)]
 fn fallible_copy(
-    fail: bool,
+    #[inert] fail: bool,
     #[dst] dst: &mut [f32],
     #[src] src: &[f32],
 ) -> Result<(), DriverFailure> {

@@ -282,7 +282,7 @@ fn copy_dd_restoring(
 #[allow(clippy::too_many_arguments)]
 fn to_array_counted(
     stream: &Arc<CudaStream>,
-    calls: &AtomicUsize,
+    #[inert] calls: &AtomicUsize,
     #[dst] dst: &mut CudaArray<f32>,
     #[dst_x] x: usize,
     #[dst_y] y: usize,
@@ -428,7 +428,7 @@ fn restore_and_array_shadows_during_a_capture_record_nothing() {
 #[derivative_rule(copy)]
 fn download_counted(
     stream: &Arc<CudaStream>,
-    calls: &AtomicUsize,
+    #[inert] calls: &AtomicUsize,
     #[dst] dst: &mut [f32],
     #[src] src: &CudaSlice<f32>,
 ) -> Result<(), DriverError> {
@@ -440,7 +440,7 @@ fn download_counted(
 #[derivative_rule(copy)]
 fn upload_counted(
     stream: &Arc<CudaStream>,
-    calls: &AtomicUsize,
+    #[inert] calls: &AtomicUsize,
     #[dst] dst: &mut CudaSlice<f32>,
     #[src] src: &[f32],
 ) -> Result<(), DriverError> {

@@ -442,7 +442,7 @@ fn fill_plain(#[dst] dst: &mut [f32], #[value] v: f32) {
 
 /// A memset of the whole destination, restoring in reverse.
 #[derivative_rule(memset, restore)]
-fn memset_restore(#[dst] dst: &mut [f32], byte: u8) {
+fn memset_restore(#[dst] dst: &mut [f32], #[value] byte: u8) {
     dst.iter_mut()
         .for_each(|x| *x = f32::from_bits(u32::from_ne_bytes([byte; 4])));
 }

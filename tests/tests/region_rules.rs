@@ -85,7 +85,7 @@ pub unsafe fn copy2d_ptr<T: Differentiable>(
 #[derivative_rule(memset)]
 pub fn memset_rows<T: Differentiable>(
     #[dst] dst: &mut [T],
-    byte: u8,
+    #[value] byte: u8,
     #[dst_pitch] pitch: usize,
     #[width] width: usize,
     #[height] height: usize,
@@ -107,7 +107,7 @@ pub unsafe fn memset_ptr<T: Differentiable>(
     #[dst] dst: *mut T,
     #[dst_offset] off: usize,
     #[len] n: usize,
-    byte: u8,
+    #[value] byte: u8,
 ) {
     unsafe { core::ptr::write_bytes(dst.add(off), byte, n) }
 }

@@ -6,7 +6,7 @@ use rules_runtime::{Const, Duplicated, derivative_rule};
 #[derivative_rule(copy)]
 fn scaled_log(
     #[dst] dst: &mut [f32],
-    calls: &mut usize,
+    #[inert] calls: &mut usize,
     #[src] src: &[f32],
     label: &str,
     chunk: usize,

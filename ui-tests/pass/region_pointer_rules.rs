@@ -51,7 +51,7 @@ unsafe fn upload_volume(
 unsafe fn memset_rows(
     stream: &CudaStream,
     #[dst] dst: *mut f32,
-    bits: u32,
+    #[value] bits: u32,
     #[dst_pitch] pitch: usize,
     #[width] width: usize,
     #[height] height: usize,

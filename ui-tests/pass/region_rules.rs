@@ -44,7 +44,7 @@ fn slices(
 
 /// A memset of a whole slice to a byte pattern.
 #[derivative_rule(memset)]
-fn clear(#[dst] dst: &mut [f32], byte: u8) {
+fn clear(#[dst] dst: &mut [f32], #[value] byte: u8) {
     dst.iter_mut().for_each(|x| *x = f32::from_bits(u32::from_ne_bytes([byte; 4])));
 }
 

@@ -38,7 +38,7 @@ unsafe fn copy_n<T: Copy>(
     #[dst] dst: &mut [f32],
     #[src] src: &[f32],
     n: usize,
-    calls: &mut usize,
+    #[inert] calls: &mut usize,
     #[cfg(test)] _tag: u8,
     _like: &T,
 ) {

@@ -55,7 +55,7 @@ impl std::error::Error for LengthError {}
 pub fn copy_checked(
     #[dst] dst: &mut [f16],
     #[src] src: &[f16],
-    calls: &mut usize,
+    #[inert] calls: &mut usize,
     label: &str,
 ) -> Result<(), LengthError> {
     *calls += 1;
@@ -146,7 +146,7 @@ pub unsafe fn rows_bridged(
 /// # Safety
 /// `dst` is valid for `n` elements.
 #[derivative_rule(memset, dst = host, autodiff)]
-pub unsafe fn set_bridged(#[dst] dst: *mut f32, #[len] n: usize, bits: u32) {
+pub unsafe fn set_bridged(#[dst] dst: *mut f32, #[len] n: usize, #[value] bits: u32) {
     for i in 0..n {
         // SAFETY: the caller's contract.
         unsafe { dst.add(i).write(f32::from_bits(bits)) }
@@ -232,8 +232,8 @@ pub fn fill_array_bridged(
 pub unsafe fn copy_trusted(
     #[dst] dst: &mut [f32],
     #[src] src: &[f32],
-    n: usize,
-    calls: &mut usize,
+    #[inert] n: usize,
+    #[inert] calls: &mut usize,
 ) {
     *calls += 1;
     // SAFETY: the caller's contract.
@@ -275,7 +275,13 @@ pub struct Buffers;
 impl Buffers {
     /// A copy on an associated function, with a parameter that exists in test builds only.
     #[derivative_rule(copy, in_impl)]
-    pub fn copy_assoc(#[dst] dst: &mut [f64], #[src] src: &[f64], #[cfg(test)] calls: &mut usize) {
+    pub fn copy_assoc(
+        #[dst] dst: &mut [f64],
+        #[src] src: &[f64],
+        #[cfg(test)]
+        #[inert]
+        calls: &mut usize,
+    ) {
         #[cfg(test)]
         {
             *calls += 1;

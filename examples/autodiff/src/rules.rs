@@ -142,7 +142,7 @@ pub(crate) unsafe fn host_set(
     #[dst] dst: *mut f32,
     #[dst_offset] at: usize,
     #[len] n: usize,
-    bits: u32,
+    #[value] bits: u32,
 ) {
     for i in 0..n {
         // SAFETY: the rule's contract.
@@ -231,7 +231,7 @@ pub(crate) unsafe fn set_device(
     #[dst] dst: *mut f32,
     #[dst_offset] at: usize,
     #[len] n: usize,
-    bits: u32,
+    #[value] bits: u32,
 ) -> Result<(), DriverError> {
     // SAFETY: the rule's contract.
     unsafe { sys::cuMemsetD32Async(dst.add(at) as u64, bits, n, stream.cu_stream()).result() }

@@ -20,7 +20,7 @@ unsafe fn rows(
 }
 
 #[rules_macro::derivative_rule(memset, dst = host, crate = crate)]
-unsafe fn set(#[dst] dst: *mut f32, #[dst_offset] at: usize, #[len] n: usize, bits: u32) {
+unsafe fn set(#[dst] dst: *mut f32, #[dst_offset] at: usize, #[len] n: usize, #[value] bits: u32) {
     for i in 0..n {
         // SAFETY: the rule's contract.
         unsafe { dst.add(at + i).write(f32::from_bits(bits)) }

@@ -46,7 +46,12 @@ unsafe fn rv_rows(
 
 /// The example's `set_device`, on host memory: the base pointer first, then `n` elements.
 #[rules_macro::derivative_rule(memset, dst = host, crate = crate, autodiff)]
-unsafe fn rv_set(#[dst] dst: *mut f32, #[dst_offset] at: usize, #[len] n: usize, bits: u32) {
+unsafe fn rv_set(
+    #[dst] dst: *mut f32,
+    #[dst_offset] at: usize,
+    #[len] n: usize,
+    #[value] bits: u32,
+) {
     note(at);
     // SAFETY: the rule's contract (as `set_device`: `dst.add(at)`, then `n` elements).
     let base = unsafe { dst.add(at) };
