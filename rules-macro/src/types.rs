@@ -402,6 +402,9 @@ const RANGES: &[&str] = &[
 /// context a stream belongs to.
 const INERT: &[&str] = &["str", "String", "CudaContext"];
 
+/// [`ParamClass::Scalar`]'s words for a value of an element type (or a buffer of them).
+pub const ELEMENT_VALUE: &str = "a value of an element type";
+
 /// What an unmarked parameter of a copy or region rule is, by its type's look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamClass {
@@ -456,7 +459,7 @@ fn scalar_in(ty: &Type) -> Option<&'static str> {
                 return Some("a range");
             }
             if elem_name(ty).is_some_and(|n| DIFFERENTIABLE.contains(&n.as_str())) {
-                return Some("a value of an element type");
+                return Some(ELEMENT_VALUE);
             }
             match &seg.arguments {
                 PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {

@@ -1,4 +1,5 @@
-//! Parameters without a role are passed to the primal unchanged, once per lane.
+//! Parameters without a buffer role (labels, and those marked `#[inert]`) are passed to the
+//! primal unchanged, once per lane.
 
 use rules_runtime::{CopyRule};
 use rules_runtime::{Const, Duplicated, derivative_rule};
@@ -9,9 +10,9 @@ fn scaled_log(
     #[inert] calls: &mut usize,
     #[src] src: &[f32],
     label: &str,
-    chunk: usize,
-    (lo, hi): (usize, usize),
-    _unused: Option<&u8>,
+    #[inert] chunk: usize,
+    #[inert] (lo, hi): (usize, usize),
+    #[inert] _unused: Option<&u8>,
 ) {
     *calls += 1;
     assert!(!label.is_empty() && chunk > 0 && lo <= hi);
@@ -20,7 +21,7 @@ fn scaled_log(
 
 /// A parameter named `tape` does not clash with the reverse rule's tape.
 #[derivative_rule(copy)]
-fn with_tape(#[dst] mut dst: &mut [f32], #[src] src: &[f32], tape: u8) {
+fn with_tape(#[dst] mut dst: &mut [f32], #[src] src: &[f32], #[inert] tape: u8) {
     let _ = tape;
     dst = &mut dst[..];
     dst.copy_from_slice(src);

@@ -28,22 +28,23 @@ unsafe fn unchecked(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
-/// An unsafe slice primal with other arguments: a length it trusts, a counter it reborrows, a
-/// parameter of test builds only, and a type parameter. Its rule object holds them sealed.
+/// An unsafe slice primal with other arguments: a counter it reborrows, a parameter of test
+/// builds only, and a type parameter. Its rule object holds them sealed.
 ///
 /// # Safety
-/// `dst` and `src` hold at least `n` elements.
+/// `dst` holds at least as many elements as `src`.
 #[derivative_rule(copy)]
 unsafe fn copy_n<T: Copy>(
     #[dst] dst: &mut [f32],
     #[src] src: &[f32],
-    n: usize,
     #[inert] calls: &mut usize,
-    #[cfg(test)] _tag: u8,
-    _like: &T,
+    #[cfg(test)]
+    #[inert]
+    _tag: u8,
+    #[inert] _like: &T,
 ) {
     *calls += 1;
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), n) }
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
 /// An unsafe region primal: its plan reads the sealed arguments.
@@ -113,7 +114,7 @@ fn main() {
     let mut dx = [0.0f32; 2];
     {
         // SAFETY: every buffer below holds 2 elements.
-        let mut rule = unsafe { copy_n_rule(2, &mut calls, &0u8) };
+        let mut rule = unsafe { copy_n_rule(&mut calls, &0u8) };
         let tape = rule
             .augmented_primal(Const(&mut y[..]), Duplicated::new(&x[..], &mut dx[..]))
             .unwrap();

@@ -13,7 +13,8 @@ use super::buffers::len_candidate;
 use crate::ctxt::Ctxt;
 use crate::model::{Kind, Role};
 use crate::parse::{Param, Rule};
-use crate::types::{ParamClass, classify, show};
+use crate::text::type_str;
+use crate::types::{ELEMENT_VALUE, ParamClass, classify, find_impl_trait, show};
 use syn::Type;
 
 /// The stream orders the shadow work after the primal copy: the one marked `#[stream]`, or else
@@ -123,12 +124,25 @@ pub fn check_params(cx: &Ctxt, rule: &Rule, kind: Kind, stream: Option<usize>) {
             .count()
             > 1;
     let reported_len = len_candidate(rule);
+    // A missing buffer role or fill value is reported at the parameter that could take it (or
+    // at the function); a buffer or value left unmarked there is that same problem.
+    let missing_buffer = !rule.dropped_roles.is_empty()
+        || (kind.has_dst() && rule.with_role(Role::Dst).is_empty())
+        || (kind.is_pitched() || kind == Kind::Copy) && rule.with_role(Role::Src).is_empty();
+    let missing_value = kind == Kind::Fill && rule.with_role(Role::Value).is_empty();
     for (i, p) in rule.params.iter().enumerate() {
         if p.role.is_some() || p.receiver || Some(i) == stream || Some(i) == reported_len {
             continue;
         }
+        // `impl Trait` is refused as such (`check_impl_trait`).
+        if find_impl_trait(&p.ty).is_some() {
+            continue;
+        }
+        let buffer = matches!(p.ty, Type::Reference(_) | Type::Ptr(_));
         match classify(&p.ty) {
             ParamClass::Stream | ParamClass::Inert => {}
+            ParamClass::Scalar(ELEMENT_VALUE) if buffer && missing_buffer => {}
+            ParamClass::Scalar(ELEMENT_VALUE) if !buffer && missing_value => {}
             ParamClass::Scalar(what) => {
                 cx.error_spanned_by(&p.tokens, scalar_message(rule, kind, p, what));
             }
@@ -136,6 +150,15 @@ pub fn check_params(cx: &Ctxt, rule: &Rule, kind: Kind, stream: Option<usize>) {
             ParamClass::Unknown => cx.error_spanned_by(&p.tokens, unknown_message(rule, kind, p)),
         }
     }
+}
+
+/// The parameter as the user wrote it (a pattern included), without its attributes.
+fn shown(p: &Param) -> String {
+    let tokens = p.tokens.clone().into_iter().skip_while(|t| {
+        matches!(t, proc_macro2::TokenTree::Punct(x) if x.as_char() == '#')
+            || matches!(t, proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Bracket)
+    });
+    type_str(&tokens.collect())
 }
 
 /// Whether the rule's buffers are raw pointers (the destination's type says it).
@@ -170,9 +193,19 @@ fn box_roles(rule: &Rule, kind: Kind) -> &'static str {
 
 /// The refusal of an integer, flag, range or element value without a role.
 fn scalar_message(rule: &Rule, kind: Kind, p: &Param, what: &str) -> String {
-    let param = format!("`{}: {}`", p.name, show(&p.ty));
+    let param = format!("`{}`", shown(p));
     let noun = kind.noun();
-    if what == "a value of an element type" {
+    if what == ELEMENT_VALUE && matches!(p.ty, Type::Reference(_) | Type::Ptr(_)) {
+        return format!(
+            "{param} is a buffer beside {noun}'s own: if the primitive reads it into `#[dst]` or writes it, the rule cannot see that, and its derivative would be wrong with no error. Give it its role (`#[dst]`, `#[src]`{}), or, if it is scratch memory that changes neither which elements are written nor their values, mark it `#[inert]`",
+            if kind == Kind::Fill {
+                ", a one-element `#[value]`"
+            } else {
+                ""
+            }
+        );
+    }
+    if what == ELEMENT_VALUE {
         return match kind {
             Kind::Memset => format!(
                 "{param} is a value of an element type on a memset, whose rule takes its value as a bit pattern with no derivative: to write a value of the element type, make the rule `#[derivative_rule(fill)]` and mark it `#[value]`; if it changes neither which elements are written nor their values, mark it `#[inert]`"
@@ -193,7 +226,7 @@ fn scalar_message(rule: &Rule, kind: Kind, p: &Param, what: &str) -> String {
         ""
     };
     format!(
-        "{param} is {what} beside {noun}'s buffers: it may choose which elements the primitive writes, and the rule, which works on the box its roles describe, cannot tell, so its derivative would be wrong with no error. If it does, {}; if it changes neither which elements are written nor their values, mark it `#[inert]`{pattern}",
+        "{param} is or holds {what}, beside {noun}'s buffers: if it chooses which elements the primitive writes, the rule cannot see it, and its derivative would be wrong with no error. Then {}; if it changes neither which elements are written nor their values, mark it `#[inert]`{pattern}",
         box_roles(rule, kind)
     )
 }
@@ -210,9 +243,8 @@ fn unknown_message(rule: &Rule, kind: Kind, p: &Param) -> String {
         )
     };
     format!(
-        "the macro cannot tell what `{}: {}` is to {}: {stream}; if it changes neither which elements are written nor their values, mark it `#[inert]`; if it chooses which elements are written, {}",
-        p.name,
-        show(&p.ty),
+        "the macro cannot tell what `{}` is to {}: {stream}; if it changes neither which elements are written nor their values, mark it `#[inert]`; if it chooses which elements are written, {}",
+        shown(p),
         kind.noun(),
         box_roles(rule, kind)
     )

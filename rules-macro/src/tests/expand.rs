@@ -211,3 +211,27 @@ fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() 
     );
     assert!(out.contains("pub struct h_rule (pub usize) ;"), "{out}");
 }
+
+#[test]
+fn a_stream_behind_an_alias_orders_the_shadow_work() {
+    // `type Stream = Arc<CudaStream>`: the macro cannot read the alias, so the one parameter it
+    // cannot read is the stream (and the compiler checks it at its type); before, it was left
+    // out and the shadow work ran on each buffer's own stream.
+    let out = expand(
+        "copy",
+        "fn up(stream: &Stream, #[dst] d: &mut CudaSlice<f32>, #[src] s: &[f32]) {}",
+    );
+    assert!(out.contains("On :: stream (self . 0)"), "{out}");
+    assert!(!out.contains("On :: Host"), "{out}");
+}
+
+#[test]
+fn a_parameters_doc_comment_moves_to_the_rule_item() {
+    let out = expand(
+        "copy",
+        "fn up(/// the stream\n stream: &CudaStream, #[dst] d: &mut [f32], #[src] s: &[f32]) {}",
+    );
+    assert!(out.contains("- `stream`: the stream"), "{out}");
+    assert!(!out.contains("stream : & CudaStream , # [doc"), "{out}");
+    assert!(!out.contains("# [doc = \" the stream\"] stream"), "{out}");
+}

@@ -28,8 +28,8 @@ impl<'a> On<'a> {
 /// Anything that names a CUDA stream: `CudaStream`, `Arc<CudaStream>`, and references to them.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a CUDA stream",
-    label = "the `#[stream]` parameter must be a `CudaStream` or `Arc<CudaStream>` (or a reference to one)",
-    note = "for a type of your own that holds a stream, implement `rules_runtime::ops::AsStream` for it"
+    label = "the rule orders its shadow work on this parameter (marked `#[stream]`, or the one whose type the macro cannot read): it must be a `CudaStream` or `Arc<CudaStream>`, a reference to one, or implement `AsStream`",
+    note = "for a type of your own that holds a stream, implement `rules_runtime::ops::AsStream` for it; a parameter that is not the stream takes its role (`#[len]`, `#[dst_offset]`, ...), or `#[inert]` if it changes neither which elements the primitive writes nor their values"
 )]
 pub trait AsStream {
     /// The stream.

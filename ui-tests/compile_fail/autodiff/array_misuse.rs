@@ -35,7 +35,7 @@ fn tagged<T: ArrayElement, L: Linear<Elem = T> + ?Sized, Tag: Copy>(
     stream: &Arc<CudaStream>,
     #[dst] dst: &mut CudaArray<T>,
     #[src] src: &L,
-    tag: &Tag,
+    #[inert] tag: &Tag,
 ) -> rules_runtime::Result<()> {
     let _ = (stream, dst, src, tag);
     Ok(())

@@ -17,7 +17,7 @@ unsafe fn counted(
     #[dst] dst: *mut f32,
     #[src] src: *const f32,
     #[len] n: usize,
-    calls: &mut Vec<usize>,
+    #[inert] calls: &mut Vec<usize>,
 ) {
     calls.push(n);
     unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }

@@ -4,7 +4,7 @@ use rules_runtime::derivative_rule;
 // A memset of pageable host memory with a stream: no handle carries it (the destination is a
 // slice).
 #[derivative_rule(memset, dst = host, autodiff)]
-unsafe fn clear_host(stream: &CudaStream, #[dst] dst: *mut f32, #[len] n: usize, bits: u32) {
+unsafe fn clear_host(stream: &CudaStream, #[dst] dst: *mut f32, #[len] n: usize, #[value] bits: u32) {
     let _ = stream;
     for i in 0..n {
         unsafe { dst.add(i).write(f32::from_bits(bits)) };
@@ -20,7 +20,7 @@ unsafe fn counted_rows(
     #[src_pitch] sp: usize,
     #[width] w: usize,
     #[height] h: usize,
-    calls: &mut u32,
+    #[inert] calls: &mut u32,
 ) {
     *calls += 1;
     let _ = (dst, dp, src, sp, w, h);

@@ -21,7 +21,7 @@ fn memset_half_rows(#[dst] d: &mut [f32], #[width] w: usize, #[height] h: usize)
 fn fill_depth(#[dst] d: &mut [f32], #[value] v: f32, #[depth] z: usize) {}
 
 #[derivative_rule(memset, dst = device)]
-unsafe fn memset_ptr_no_extent(stream: &rules_runtime::cudarc::driver::CudaStream, #[dst] d: *mut f32, byte: u8) {}
+unsafe fn memset_ptr_no_extent(stream: &rules_runtime::cudarc::driver::CudaStream, #[dst] d: *mut f32, #[value] byte: u8) {}
 
 #[derivative_rule(all_reduce)]
 fn collective_rows(comm: &Comm, #[src] x: &CudaSlice<f32>, #[dst] y: &mut CudaSlice<f32>, #[width] w: usize) {}

@@ -2,9 +2,10 @@
 
 use rules_runtime::derivative_rule;
 
-// A memset's value is a bit pattern: marking it is refused, with the kind that takes a value.
+// A memset's value is a bit pattern: a value of an element type is refused, with the kind that
+// takes one.
 #[derivative_rule(memset)]
-fn active_memset(#[dst] d: &mut [f32], #[value] byte: u8) {}
+fn active_memset(#[dst] d: &mut [f32], #[value] v: f32) {}
 
 #[derivative_rule(fill)]
 fn fill_without_value(#[dst] d: &mut [f32], v: f32) {}

@@ -7,7 +7,7 @@ use rules_runtime::derivative_rule;
 /// # Safety
 /// `dst` and `src` hold at least `n` elements.
 #[derivative_rule(copy)]
-unsafe fn copy_n(#[dst] dst: &mut [f32], #[src] src: &[f32], n: usize) {
+unsafe fn copy_n(#[dst] dst: &mut [f32], #[src] src: &[f32], #[inert] n: usize) {
     unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), n) }
 }
 
