@@ -44,11 +44,24 @@ use proc_macro::TokenStream;
 ///   optionally `#[dst_offset]`, `#[src_offset]`; the memory kinds are declared in the attribute:
 ///   `#[derivative_rule(copy, dst = device, src = host)]` (`host`, `pinned`, `device`, `unified`).
 /// - A CUDA stream parameter (`&CudaStream`, `&Arc<CudaStream>`, or marked `#[stream]`) orders the
-///   shadow work after the copy on that stream.
+///   shadow work after the copy on that stream. A parameter taken by reference whose type the
+///   macro cannot read (an alias, a newtype, a struct of yours implementing
+///   `rules_runtime::ops::AsStream`, a generic) is the stream too, and the compiler checks that
+///   it is one; two such are an error asking for `#[stream]`.
+/// - No other parameter may silently change which elements the primitive writes: on a copy,
+///   memset, fill or pitched copy, an unmarked integer, flag, range or value (`start: usize`,
+///   `skip: bool`, `by: f32`) or a type the macro cannot read is refused at the parameter, with
+///   the choices named: slice the buffer at the call, take the pointer form (`#[dst_offset]`,
+///   `#[len]`), give it its role, or mark it `#[inert]`: the user's word that it changes neither
+///   which elements are written nor their values (a label, a counter, a chunk size). Labels
+///   (`&str`, `String`) and contexts (`&Arc<CudaContext>`) pass as they are.
+/// - A parameter's doc comments (which rustc does not allow on parameters) are taken off the
+///   primal into the rule item's documentation.
 /// - Options: `crate = path` (a renamed runtime), `rule = name` (the rule item's name), and
 ///   `in_impl` for an associated function of an inherent `impl` block (no struct can be declared
 ///   there: `Self::name_rule(...)` is an associated function returning the rule object, which
-///   calls the primal as `Self::name`).
+///   calls the primal as `Self::name`). A method's receiver is written as an ordinary parameter
+///   there, `this: &Self`: the stream (with `AsStream` for `Self`) or `#[inert]`.
 /// - A parameter under `#[cfg(...)]` is configured out of the rule object with it.
 /// - An `unsafe fn` on references gets an `unsafe` constructor (whose contract covers every call
 ///   of the rule's methods); a pointer rule's methods are `unsafe` themselves.
@@ -60,8 +73,9 @@ use proc_macro::TokenStream;
 /// - `#[derivative_rule(copy2d)]` / `copy3d`: a pitched copy, `#[width]` (elements per row),
 ///   `#[height]` (rows), `#[dst_pitch]` and `#[src_pitch]` (bytes between rows), and for 3-D
 ///   `#[depth]` (slices), `#[dst_slice_height]` and `#[src_slice_height]` (rows between slices).
-/// - `#[derivative_rule(memset)]`: a bit pattern written over the box (the value is not
-///   differentiable: leave it unmarked); the shadows' boxes are zeroed.
+/// - `#[derivative_rule(memset)]`: a bit pattern written over the box (`#[value] bits: u32`, not
+///   differentiable: passed through); the shadows' boxes are zeroed. A value of the element type
+///   written over the box is a `fill`.
 /// - `#[derivative_rule(fill)]`: a value of the element type, `#[value] v: T` (its activity is
 ///   `Const` or `Dual` in forward mode, `Const` or `Active` in reverse mode, whose reverse
 ///   returns `d_v` per lane as `[T; N]`), or held in a one-element buffer,

@@ -18,4 +18,8 @@ fn main() {
     let tape = by_ref_rule().augmented_primal(Duplicated::new(&mut x[..], &mut dx[..]), Active(1.0f32)).unwrap();
     let [dv] = by_ref_rule().reverse(tape, Duplicated::new(&mut x[..], &mut dx[..]), Active(1.0f32)).unwrap();
     let _: f32 = dv;
+    // The result unnamed: its lanes are inferred from the destination, as the rule's are.
+    let tape = by_ref_rule().augmented_primal(Duplicated::new(&mut x[..], &mut dx[..]), Active(1.0f32)).unwrap();
+    let dvs = by_ref_rule().reverse(tape, Duplicated::new(&mut x[..], &mut dx[..]), Active(1.0f32)).unwrap();
+    let _: f32 = dvs[0];
 }
