@@ -193,7 +193,11 @@ fn a_partial_memset_with_a_whole_buffer_rule_is_caught() {
     assert_caught(&e, Check::Footprint);
     assert_caught(&e, Check::FiniteDifferences);
     // The footprint failure points at the elements the rule zeroes but the primitive keeps.
-    let f = e.failures().iter().find(|f| f.check == Check::Footprint).unwrap();
+    let f = e
+        .failures()
+        .iter()
+        .find(|f| f.check == Check::Footprint)
+        .unwrap();
     let idx: Vec<usize> = f.diffs.iter().map(|d| d.index).collect();
     assert_eq!(idx, vec![0, 3], "{e}");
 }
@@ -268,7 +272,11 @@ fn copy2d_spills(
 fn a_copy_that_writes_outside_its_box_is_caught() {
     let e = check_region(&mut copy2d_spills_rule(16, 16, 2, 3), Shapes::len(12)).unwrap_err();
     assert_caught(&e, Check::Footprint);
-    let f = e.failures().iter().find(|f| f.check == Check::Footprint).unwrap();
+    let f = e
+        .failures()
+        .iter()
+        .find(|f| f.check == Check::Footprint)
+        .unwrap();
     assert_eq!(f.diffs[0].index, 2, "{e}");
 }
 
@@ -288,7 +296,16 @@ fn a_primitive_error_is_reported_with_the_call() {
     let mut hit = false;
     for seed in 0..64 {
         if let Err(e) = check_copy(&mut copy_or_fail_rule(), Shapes::len(3).seed(seed)) {
-            assert!(matches!(e, CheckError::Run { error: Error::Primal(_), .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    CheckError::Run {
+                        error: Error::Primal(_),
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             assert!(e.to_string().contains("failed"), "{e}");
             hit = true;
             break;

@@ -36,6 +36,8 @@ where
     stream
         .memcpy_htod(data, &mut u)
         .map_err(driver("cuMemcpyHtoDAsync"))?;
-    stream.synchronize().map_err(driver("cuStreamSynchronize"))?;
+    stream
+        .synchronize()
+        .map_err(driver("cuStreamSynchronize"))?;
     Ok(u)
 }

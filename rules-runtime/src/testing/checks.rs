@@ -61,8 +61,7 @@ pub(crate) trait Subject {
     type T: Differentiable;
     const OTHER: Other;
     /// The forward rule with these activities and width (a fill's value: `Dual` for `Dup`).
-    fn forward(&mut self, dst: Act, other: Act, width: usize, a: &mut Args<Self::T>)
-    -> Result<()>;
+    fn forward(&mut self, dst: Act, other: Act, width: usize, a: &mut Args<Self::T>) -> Result<()>;
     /// The augmented primal then (unless `aug_only`) the reverse rule; returns the value's
     /// gradient per lane (a fill with an `Active` value; empty otherwise).
     fn reverse(
@@ -118,6 +117,13 @@ fn differs<T: Differentiable>(expected: &[T], found: &[T], tol: f64) -> (Vec<Dif
     }
     (diffs, count)
 }
+
+/// One lane's tangents: of the destination, the source, the value.
+type Tangents<T> = (Vec<T>, Vec<T>, T);
+/// One lane's cotangent seeds: of the destination, and the source's starting shadow.
+type Seeds<T> = (Vec<T>, Vec<T>);
+/// A reverse's buffers and the value's gradient.
+type Reversed<T> = (Args<T>, Vec<T>);
 
 /// The checks' state: the subject, its shapes, and what was found so far.
 struct Run<'a, S: Subject> {
@@ -197,7 +203,7 @@ impl<S: Subject> Run<'_, S> {
         width: usize,
         mut a: Args<S::T>,
         aug_only: bool,
-    ) -> Result<(Args<S::T>, Vec<S::T>), CheckError> {
+    ) -> Result<Reversed<S::T>, CheckError> {
         let r = self.s.reverse(dst, o, width, &mut a, aug_only);
         let what = if aug_only {
             "augmented_primal"
@@ -233,7 +239,14 @@ fn other_acts(other: Other) -> &'static [Act] {
 
 /// Every check, on `s`: see the module docs of `testing` for what each one catches.
 pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report, CheckError> {
-    let (nd, ns) = (shapes.dst, if S::OTHER == Other::Src { shapes.src } else { 0 });
+    let (nd, ns) = (
+        shapes.dst,
+        if S::OTHER == Other::Src {
+            shapes.src
+        } else {
+            0
+        },
+    );
     let seed = shapes.seed;
     let mut run = Run {
         s,
@@ -309,7 +322,7 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
     let fx = run.primal(&y0, &x0, v0)?;
     // Tangents of lane k: (vy, vx, vv).
     let tangents = |k: u64| (rv(nd, 10 + k), rv(ns, 20 + k), one(30 + k));
-    let tangent_args = |lanes: &[(Vec<S::T>, Vec<S::T>, S::T)]| Args {
+    let tangent_args = |lanes: &[Tangents<S::T>]| Args {
         y: y0.clone(),
         dy: lanes.iter().map(|l| l.0.clone()).collect(),
         x: x0.clone(),
@@ -326,14 +339,33 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
     // the other argument is `Const`).
     let mut fwd_ref = Vec::new();
     for (k, lane) in lanes.iter().enumerate() {
-        let mut by_other = Vec::new();
+        let mut by_other: Vec<Vec<S::T>> = Vec::new();
         for zero in [false, true] {
+            if zero && S::OTHER == Other::None {
+                // Nothing besides the destination: the same call as above.
+                let same = by_other[0].clone();
+                by_other.push(same);
+                continue;
+            }
             let l = if zero { zero_other(lane) } else { lane.clone() };
-            let a = run.forward(Act::Dup, Act::Dup, 1, tangent_args(&[l.clone()]))?;
+            let a = run.forward(
+                Act::Dup,
+                Act::Dup,
+                1,
+                tangent_args(std::slice::from_ref(&l)),
+            )?;
             if k == 0 {
                 let (vy, vx, vv) = &l;
-                let plus = run.primal(&axpy(&y0, 1.0, vy), &axpy(&x0, 1.0, vx), axpy(&[v0], 1.0, &[*vv])[0])?;
-                let minus = run.primal(&axpy(&y0, -1.0, vy), &axpy(&x0, -1.0, vx), axpy(&[v0], -1.0, &[*vv])[0])?;
+                let plus = run.primal(
+                    &axpy(&y0, 1.0, vy),
+                    &axpy(&x0, 1.0, vx),
+                    axpy(&[v0], 1.0, &[*vv])[0],
+                )?;
+                let minus = run.primal(
+                    &axpy(&y0, -1.0, vy),
+                    &axpy(&x0, -1.0, vx),
+                    axpy(&[v0], -1.0, &[*vv])[0],
+                )?;
                 let fd: Vec<S::T> = plus
                     .iter()
                     .zip(&minus)
@@ -342,7 +374,11 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
                         // The same value on both sides (a bit pattern, NaN included) does not
                         // depend on the inputs.
                         let part = |i: usize| {
-                            if close(p[i], m[i], 0.0) { 0.0 } else { (p[i] - m[i]) / 2.0 }
+                            if close(p[i], m[i], 0.0) {
+                                0.0
+                            } else {
+                                (p[i] - m[i]) / 2.0
+                            }
                         };
                         S::T::from_parts([part(0), part(1)])
                     })
@@ -353,7 +389,15 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
                 } else {
                     "d_dst against (f(x + v) − f(x − v)) / 2"
                 };
-                run.compare(Check::FiniteDifferences, &call, Some(0), "d_dst", detail, &fd, &a.dy[0]);
+                run.compare(
+                    Check::FiniteDifferences,
+                    &call,
+                    Some(0),
+                    "d_dst",
+                    detail,
+                    &fd,
+                    &a.dy[0],
+                );
                 run.compare(
                     Check::Primal,
                     &call,
@@ -371,7 +415,7 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
     // The dot product: the reverse seeded with w in d_dst, on top of u in d_src.
     checks.push(Check::DotProduct);
     let seeds = |k: u64| (rv(nd, 40 + k), rv(ns, 50 + k));
-    let seed_args = |lanes: &[(Vec<S::T>, Vec<S::T>)]| Args {
+    let seed_args = |lanes: &[Seeds<S::T>]| Args {
         y: y0.clone(),
         dy: lanes.iter().map(|l| l.0.clone()).collect(),
         x: x0.clone(),
@@ -382,9 +426,21 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
     let cot: Vec<_> = (0..3).map(seeds).collect();
     let mut rev_ref = Vec::new();
     for (k, l) in cot.iter().enumerate() {
-        let (a, g) = run.reverse(Act::Dup, Act::Dup, 1, seed_args(&[l.clone()]), false)?;
+        let (a, g) = run.reverse(
+            Act::Dup,
+            Act::Dup,
+            1,
+            seed_args(std::slice::from_ref(l)),
+            false,
+        )?;
         if k == 0 {
-            let call = call_name(S::OTHER, "augmented_primal + reverse", Act::Dup, Act::Dup, 1);
+            let call = call_name(
+                S::OTHER,
+                "augmented_primal + reverse",
+                Act::Dup,
+                Act::Dup,
+                1,
+            );
             run.compare(
                 Check::Primal,
                 &call,
@@ -406,7 +462,7 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
             }
             run.comparisons += 1;
             let rel = (lhs - rhs).abs() / lhs.abs().max(rhs.abs()).max(1.0);
-            if !(rel <= run.shapes.dot_tol::<S::T>()) {
+            if rel.is_nan() || rel > run.shapes.dot_tol::<S::T>() {
                 run.failures.push(Failure {
                     check: Check::DotProduct,
                     call,
@@ -425,9 +481,25 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
     // The augmented primal alone touches no shadow.
     let (a, _) = run.reverse(Act::Dup, Act::Dup, 1, seed_args(&[cot[0].clone()]), true)?;
     let call = call_name(S::OTHER, "augmented_primal", Act::Dup, Act::Dup, 1);
-    run.compare(Check::Primal, &call, Some(0), "d_dst", "an augmented primal leaves the shadows as they were", &cot[0].0, &a.dy[0]);
+    run.compare(
+        Check::Primal,
+        &call,
+        Some(0),
+        "d_dst",
+        "an augmented primal leaves the shadows as they were",
+        &cot[0].0,
+        &a.dy[0],
+    );
     if S::OTHER == Other::Src {
-        run.compare(Check::Primal, &call, Some(0), "d_src", "an augmented primal leaves the shadows as they were", &cot[0].1, &a.dx[0]);
+        run.compare(
+            Check::Primal,
+            &call,
+            Some(0),
+            "d_src",
+            "an augmented primal leaves the shadows as they were",
+            &cot[0].1,
+            &a.dx[0],
+        );
     }
 
     // Every activity, widths 1, 2 and 3, against the width-1 `Duplicated` references.
@@ -439,7 +511,11 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
                 if dst == Act::Const && o == Act::Const && width > 1 {
                     continue;
                 }
-                let check = if width == 1 { Check::Activity } else { Check::Batch };
+                let check = if width == 1 {
+                    Check::Activity
+                } else {
+                    Check::Batch
+                };
                 let active = |a: Act| a != Act::Const;
                 let w = width;
                 // Forward.
@@ -458,10 +534,26 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
                 for k in 0..w {
                     if active(dst) {
                         let expected = &fwd_ref[k][usize::from(!active(o))];
-                        run.compare(check, &call, Some(k), "d_dst", "the tangent against width 1 with Duplicated arguments", expected, &a.dy[k]);
+                        run.compare(
+                            check,
+                            &call,
+                            Some(k),
+                            "d_dst",
+                            "the tangent against width 1 with Duplicated arguments",
+                            expected,
+                            &a.dy[k],
+                        );
                     }
                     if active(o) && S::OTHER == Other::Src {
-                        run.compare(check, &call, Some(k), "d_src", "a forward rule never writes the source's shadow", &lanes[k].1, &a.dx[k]);
+                        run.compare(
+                            check,
+                            &call,
+                            Some(k),
+                            "d_src",
+                            "a forward rule never writes the source's shadow",
+                            &lanes[k].1,
+                            &a.dx[k],
+                        );
                     }
                 }
                 // Reverse.
@@ -475,24 +567,60 @@ pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report,
                     }
                     let (a, g) = run.reverse(dst, o, w, a, false)?;
                     let call = call_name(S::OTHER, "augmented_primal + reverse", dst, o, w);
-                    check_dst_primal(&mut run, check, &call, dst, &y0, &fx, &a.y, "the augmented primal's");
+                    check_dst_primal(
+                        &mut run,
+                        check,
+                        &call,
+                        dst,
+                        &y0,
+                        &fx,
+                        &a.y,
+                        "the augmented primal's",
+                    );
                     for k in 0..w {
                         let (rd, rs, rg) = &rev_ref[k];
                         if active(dst) {
-                            run.compare(check, &call, Some(k), "d_dst", "the cotangent against width 1 with Duplicated arguments", rd, &a.dy[k]);
+                            run.compare(
+                                check,
+                                &call,
+                                Some(k),
+                                "d_dst",
+                                "the cotangent against width 1 with Duplicated arguments",
+                                rd,
+                                &a.dy[k],
+                            );
                         }
                         if active(o) && S::OTHER == Other::Src {
                             let (expected, detail) = if active(dst) {
-                                (rs.clone().unwrap_or_default(), "the cotangent against width 1 with Duplicated arguments")
+                                (
+                                    rs.clone().unwrap_or_default(),
+                                    "the cotangent against width 1 with Duplicated arguments",
+                                )
                             } else {
                                 (cot[k].1.clone(), "a Const destination touches no shadow")
                             };
-                            run.compare(check, &call, Some(k), "d_src", detail, &expected, &a.dx[k]);
+                            run.compare(
+                                check,
+                                &call,
+                                Some(k),
+                                "d_src",
+                                detail,
+                                &expected,
+                                &a.dx[k],
+                            );
                         }
                         if active(o) && S::OTHER == Other::Value && active(dst) {
                             let found: Vec<S::T> = g.get(k).copied().into_iter().collect();
                             let expected: Vec<S::T> = rg.iter().copied().collect();
-                            run.compare(check, &call, Some(k), "d_value", "the value's gradient against width 1 with Duplicated arguments", &expected, &found);
+                            run.compare(
+                                check,
+                                &call,
+                                Some(k),
+                                "d_value",
+                                "the value's gradient against width 1 with Duplicated arguments",
+                                &expected,
+                                &found,
+                            );
                         }
                     }
                 }

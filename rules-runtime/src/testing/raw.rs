@@ -5,6 +5,7 @@
 use super::buffers::Env;
 use super::checks::{Act, Args, Other, Subject, check_all};
 use super::report::{CheckError, Report, Shapes};
+use super::subjects::Marker;
 use super::subjects::bad_width;
 use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
 use crate::element::Differentiable;
@@ -55,7 +56,7 @@ macro_rules! raw_two_buffer {
         struct $name<'r, 's, R, T> {
             rule: &'r mut R,
             env: Env,
-            _p: PhantomData<(&'s (), T)>,
+            _p: Marker<'s, T>,
         }
 
         impl<'s, R: $tr<'s, T>, T: Differentiable> Subject for $name<'_, 's, R, T> {
@@ -127,7 +128,7 @@ raw_two_buffer!(RawRegionSubject, RawRegionRule);
 struct RawMemsetSubject<'r, 's, R, T> {
     rule: &'r mut R,
     env: Env,
-    _p: PhantomData<(&'s (), T)>,
+    _p: Marker<'s, T>,
 }
 
 impl<'s, R: RawMemsetRule<'s, T>, T: Differentiable> Subject for RawMemsetSubject<'_, 's, R, T> {
@@ -196,7 +197,7 @@ impl<'s, R: RawMemsetRule<'s, T>, T: Differentiable> Subject for RawMemsetSubjec
 struct RawFillSubject<'r, 's, R, T> {
     rule: &'r mut R,
     env: Env,
-    _p: PhantomData<(&'s (), T)>,
+    _p: Marker<'s, T>,
 }
 
 impl<'s, R: RawFillRule<'s, T>, T: Differentiable> Subject for RawFillSubject<'_, 's, R, T> {
@@ -213,19 +214,32 @@ impl<'s, R: RawFillRule<'s, T>, T: Differentiable> Subject for RawFillSubject<'_
             let (y, v) = (a.y.as_mut_ptr(), a.v);
             let dv: Vec<T> = a.dv.clone();
             macro_rules! d {
-                (Const) => { Const(y) };
-                ($w:ident) => { $w::batch(y, ptrs::<T, N>(&mut a.dy)?) };
+                (Const) => {
+                    Const(y)
+                };
+                ($w:ident) => {
+                    $w::batch(y, ptrs::<T, N>(&mut a.dy)?)
+                };
             }
             macro_rules! s {
-                (Const) => { Const(v) };
+                (Const) => {
+                    Const(v)
+                };
                 (Duplicated) => {
-                    Dual::batch(v, <[T; N]>::try_from(&dv[..]).map_err(|_| bad_width(dv.len()))?)
+                    Dual::batch(
+                        v,
+                        <[T; N]>::try_from(&dv[..]).map_err(|_| bad_width(dv.len()))?,
+                    )
                 };
             }
             // SAFETY: the caller of `check_raw_fill` vouched for the rule's box.
             macro_rules! call {
-                ($d:ident, DuplicatedOnly) => { Err(bad_width(0)) };
-                ($d:ident, $s:ident) => { unsafe { rule.forward(d!($d), s!($s)) } };
+                ($d:ident, DuplicatedOnly) => {
+                    Err(bad_width(0))
+                };
+                ($d:ident, $s:ident) => {
+                    unsafe { rule.forward(d!($d), s!($s)) }
+                };
             }
             nine!(dst, o, call)
         }
@@ -250,8 +264,12 @@ impl<'s, R: RawFillRule<'s, T>, T: Differentiable> Subject for RawFillSubject<'_
         ) -> Result<Vec<T>> {
             let (y, v) = (a.y.as_mut_ptr(), a.v);
             macro_rules! d {
-                (Const) => { Const(y) };
-                ($w:ident) => { $w::batch(y, ptrs::<T, N>(&mut a.dy)?) };
+                (Const) => {
+                    Const(y)
+                };
+                ($w:ident) => {
+                    $w::batch(y, ptrs::<T, N>(&mut a.dy)?)
+                };
             }
             // SAFETY: as in `forward`.
             macro_rules! call {
@@ -307,10 +325,7 @@ where
 ///
 /// # Safety
 /// As [`check_raw_copy`], for every row of the rule's boxes.
-pub unsafe fn check_raw_region<'s, T, R>(
-    rule: &mut R,
-    shapes: Shapes,
-) -> Result<Report, CheckError>
+pub unsafe fn check_raw_region<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
 where
     T: Differentiable,
     R: RawRegionRule<'s, T>,
@@ -328,10 +343,7 @@ where
 ///
 /// # Safety
 /// As [`check_raw_copy`], for the destination.
-pub unsafe fn check_raw_memset<'s, T, R>(
-    rule: &mut R,
-    shapes: Shapes,
-) -> Result<Report, CheckError>
+pub unsafe fn check_raw_memset<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
 where
     T: Differentiable,
     R: RawMemsetRule<'s, T>,

@@ -224,14 +224,22 @@ impl CheckError {
     }
 }
 
+/// How many failures a [`CheckError`]'s message lists (all are in [`CheckError::failures`]).
+const SHOWN: usize = 6;
+
 impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CheckError::Run { during, error } => write!(f, "rule check: {during} failed: {error}"),
             CheckError::Failed(fs) => {
                 write!(f, "rule check failed ({} comparison(s)):", fs.len())?;
-                for x in fs {
+                // The first failures say what is wrong; the rest are mostly the same fault
+                // seen through other activities and widths.
+                for x in fs.iter().take(SHOWN) {
                     write!(f, "\n  {x}")?;
+                }
+                if fs.len() > SHOWN {
+                    write!(f, "\n  ... and {} more", fs.len() - SHOWN)?;
                 }
                 Ok(())
             }

@@ -8,6 +8,9 @@ use crate::error::{Error, Result};
 use crate::rules::{CopyRule, FillRule, MemsetRule, RegionRule};
 use core::marker::PhantomData;
 
+/// The stream's borrow and the buffer types a subject is for.
+pub(crate) type Marker<'s, B> = PhantomData<(&'s (), B)>;
+
 /// A batch wider than the checks use.
 pub(crate) fn bad_width(width: usize) -> Error {
     Error::LengthMismatch {
@@ -52,7 +55,7 @@ macro_rules! two_buffer_subject {
         pub(crate) struct $name<'r, 's, R, X: ?Sized, Y: ?Sized> {
             pub(crate) rule: &'r mut R,
             pub(crate) env: Env,
-            pub(crate) _p: PhantomData<(&'s (), fn(&X, &Y))>,
+            pub(crate) _p: Marker<'s, fn(&X, &Y)>,
         }
 
         impl<'s, R, X, Y> Subject for $name<'_, 's, R, X, Y>
@@ -145,7 +148,7 @@ two_buffer_subject!(RegionSubject, RegionRule);
 pub(crate) struct MemsetSubject<'r, 's, R, X: ?Sized> {
     pub(crate) rule: &'r mut R,
     pub(crate) env: Env,
-    pub(crate) _p: PhantomData<(&'s (), fn(&X))>,
+    pub(crate) _p: Marker<'s, fn(&X)>,
 }
 
 impl<'s, R, X> Subject for MemsetSubject<'_, 's, R, X>
@@ -225,7 +228,7 @@ where
 pub(crate) struct FillSubject<'r, 's, R, X: ?Sized> {
     pub(crate) rule: &'r mut R,
     pub(crate) env: Env,
-    pub(crate) _p: PhantomData<(&'s (), fn(&X))>,
+    pub(crate) _p: Marker<'s, fn(&X)>,
 }
 
 impl<'s, R, X> Subject for FillSubject<'_, 's, R, X>
@@ -247,18 +250,31 @@ where
             dv: &[X::Elem],
         ) -> Result<()> {
             macro_rules! d {
-                (Const) => { Const(X::arg(y)) };
-                ($w:ident) => { $w::batch(X::arg(y), lanes::<X, N>(dy)?) };
+                (Const) => {
+                    Const(X::arg(y))
+                };
+                ($w:ident) => {
+                    $w::batch(X::arg(y), lanes::<X, N>(dy)?)
+                };
             }
             macro_rules! s {
-                (Const) => { Const(v) };
+                (Const) => {
+                    Const(v)
+                };
                 (Duplicated) => {
-                    Dual::batch(v, <[X::Elem; N]>::try_from(dv).map_err(|_| bad_width(dv.len()))?)
+                    Dual::batch(
+                        v,
+                        <[X::Elem; N]>::try_from(dv).map_err(|_| bad_width(dv.len()))?,
+                    )
                 };
             }
             macro_rules! call {
-                ($d:ident, DuplicatedOnly) => { Err(bad_width(0)) };
-                ($d:ident, $s:ident) => { rule.forward(d!($d), s!($s)) };
+                ($d:ident, DuplicatedOnly) => {
+                    Err(bad_width(0))
+                };
+                ($d:ident, $s:ident) => {
+                    rule.forward(d!($d), s!($s))
+                };
             }
             nine!(dst, o, call)
         }
@@ -291,8 +307,12 @@ where
             aug_only: bool,
         ) -> Result<Vec<X::Elem>> {
             macro_rules! d {
-                (Const) => { Const(X::arg(y)) };
-                ($w:ident) => { $w::batch(X::arg(y), lanes::<X, N>(dy)?) };
+                (Const) => {
+                    Const(X::arg(y))
+                };
+                ($w:ident) => {
+                    $w::batch(X::arg(y), lanes::<X, N>(dy)?)
+                };
             }
             macro_rules! call {
                 ($d:ident, Const) => {{
