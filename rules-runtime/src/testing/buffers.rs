@@ -1,6 +1,8 @@
 //! The buffers a rule check makes: [`TestBuffer`], "a buffer I can make from host data and read
 //! back", for each memory kind a rule may take, and [`Env`], where device buffers are made.
 
+#![forbid(unsafe_code)]
+
 use crate::cuda::driver;
 use crate::element::Differentiable;
 use crate::error::Result;

@@ -5,6 +5,8 @@
 //! fill), so with inputs on the grid of multiples of 1/64 and the step h = 1 the central
 //! differences `(f(x + v) − f(x − v)) / 2` are its derivative `J v` exactly.
 
+#![forbid(unsafe_code)]
+
 use super::random_vec;
 use super::report::{Check, CheckError, Diff, Failure, Report, Shapes};
 use crate::element::Differentiable;

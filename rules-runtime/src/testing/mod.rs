@@ -11,15 +11,27 @@
 //!
 //! ```
 //! use rules_runtime::prelude::*;
-//! use rules_runtime::testing::{Shapes, check_copy};
+//! use rules_runtime::testing::{Check, Shapes, check_copy};
 //!
-//! //! #[derivative_rule(copy)]
+//! #[derivative_rule(copy)]
 //! fn copy(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 //!     dst.copy_from_slice(src);
 //! }
 //!
 //! let report = check_copy(&mut copy_rule(), Shapes::len(17))?;
-//! assert!(report.comparisons > 100);
+//! assert_eq!(report.footprint.len(), 17); // it writes every element of dst
+//!
+//! /// Not a copy: it scales. Its forward runs the primitive on the tangents (right), its
+//! /// reverse accumulates `d_dst` into `d_src` as a copy's does (wrong by a factor 2).
+//! #[derivative_rule(copy)]
+//! fn scale(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//!     for (d, s) in dst.iter_mut().zip(src) {
+//!         *d = 2.0 * s;
+//!     }
+//! }
+//!
+//! let err = check_copy(&mut scale_rule(), Shapes::len(17)).unwrap_err();
+//! assert!(err.failed(Check::DotProduct), "{err}");
 //! # Ok::<(), rules_runtime::testing::CheckError>(())
 //! ```
 //!

@@ -1,5 +1,7 @@
 //! What a rule check is given ([`Shapes`]) and what it answers ([`Report`], [`CheckError`]).
 
+#![forbid(unsafe_code)]
+
 use crate::element::{Differentiable, Dtype};
 use core::fmt;
 

@@ -1,6 +1,8 @@
 //! The rule traits as [`Subject`]s: buffers made from the host image of a call, the rule called
 //! with the activities asked for, the buffers read back.
 
+#![forbid(unsafe_code)]
+
 use super::buffers::{Env, TestBuffer, lanes, make_all, read_all};
 use super::checks::{Act, Args, Other, Subject};
 use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
