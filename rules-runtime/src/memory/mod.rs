@@ -10,6 +10,8 @@
 pub mod array;
 pub(crate) mod autodiff;
 pub mod device;
+#[cfg(feature = "testing")]
+pub(crate) mod filled;
 pub mod host;
 pub mod linear;
 pub mod pinned;

@@ -1,11 +1,164 @@
 //! Checks any user can run on any generated rule.
 //!
+//! # Test a rule in one call
+//!
+//! [`check_copy`], [`check_region`], [`check_memset`] and [`check_fill`] take a rule object and
+//! the buffers' lengths ([`Shapes`]), make the buffers themselves ([`TestBuffer`]: host slices
+//! and `Vec`s, `CudaSlice`, `PinnedHostSlice`, `UnifiedSlice`), and check the rule against its
+//! own primitive, which they reach through the rule: `forward(Const(&mut y), Const(&x))` runs the
+//! primitive alone. In the spirit of EnzymeTestUtils' `test_forward` / `test_reverse` and
+//! ChainRulesTestUtils' `test_frule` / `test_rrule`:
+//!
+//! ```
+//! use rules_runtime::prelude::*;
+//! use rules_runtime::testing::{Check, Shapes, check_copy};
+//!
+//! #[derivative_rule(copy)]
+//! fn copy(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//!     dst.copy_from_slice(src);
+//! }
+//!
+//! let report = check_copy(&mut copy_rule(), Shapes::len(17))?;
+//! assert_eq!(report.footprint.len(), 17); // it writes every element of dst
+//!
+//! /// Not a copy: it scales. Its forward runs the primitive on the tangents (right), its
+//! /// reverse accumulates `d_dst` into `d_src` as a copy's does (wrong by a factor 2).
+//! #[derivative_rule(copy)]
+//! fn scale(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
+//!     for (d, s) in dst.iter_mut().zip(src) {
+//!         *d = 2.0 * s;
+//!     }
+//! }
+//!
+//! let err = check_copy(&mut scale_rule(), Shapes::len(17)).unwrap_err();
+//! assert!(err.failed(Check::DotProduct), "{err}");
+//! # Ok::<(), rules_runtime::testing::CheckError>(())
+//! ```
+//!
+//! What is checked ([`Check`] names each; a failure says which check, for which call, activities
+//! and lane, and the first differing elements):
+//! - [`Check::Primal`]: `forward` and `augmented_primal` compute what the primitive computes,
+//!   and an augmented primal leaves every shadow as it was.
+//! - [`Check::Footprint`]: the elements the primitive writes (run on two destinations whose
+//!   values it cannot reproduce) are exactly those the forward rule writes (`d_dst ← 0` with a
+//!   `Const` source): a partial memset whose rule zeroes the whole buffer, or a copy that also
+//!   writes outside its box.
+//! - [`Check::FiniteDifferences`]: the forward rule's tangent equals `(f(x + v) − f(x − v)) / 2`
+//!   of the primitive `f(dst_in, src, value) = dst_out`: a fill of `2v` whose rule says `v`.
+//! - [`Check::DotProduct`]: ⟨J v, w⟩ from the forward rule equals ⟨v, Jᵀ w⟩ from the reverse
+//!   (seeded with `w` in `d_dst` on top of random values in `d_src`, read back as `d_src`'s
+//!   increment, `d_dst` after it, and the value's gradient): a copy that scales, permutes or
+//!   copies a prefix (its forward runs the primitive on the tangents and is right; its reverse
+//!   assumes a plain copy).
+//! - [`Check::Activity`]: every combination of `Const`, `Duplicated` and `DuplicatedOnly` on
+//!   each side (`Const`, `Dual` and `Active` for a fill's value) against what `Duplicated`
+//!   implies, forward and reverse.
+//! - [`Check::Batch`]: widths 2 and 3 against width 1, lane by lane.
+//!
+//! Inputs are multiples of 1/64 in [-1, 1] and the finite-difference step is 1, so for the
+//! affine maps a copy, memset or fill computes every element comparison is exact; see
+//! [`Shapes::tolerance`] for the defaults and when to change them.
+//!
+//! The element type and buffer types come from the rule; a rule generic over its buffers (the
+//! ready-made ones) is given them: `check_copy::<CudaSlice<f32>, [f32], _>(&mut
+//! memcpy_htod_rule(&stream), Shapes::len(17))`. Device buffers are made on the context of the
+//! rule's stream (device 0 for a rule that names none); without a GPU a device check is
+//! `CheckError::Run` with the runtime's `Error::NoDriver` or `NoDevice`, never a panic.
+//!
+//! Pointer rules: [`check_raw_copy`], [`check_raw_region`], [`check_raw_memset`] and
+//! [`check_raw_fill`] run the same checks on host memory through `Vec`s' pointers (`unsafe`:
+//! the caller vouches that the rule's offsets and lengths fit the shapes). Pointer rules on
+//! device memory are not covered: check the same primitive written on cudarc buffers.
+//! Views (`CudaView`, `CudaViewMut`) and CUDA arrays have no [`TestBuffer`]: see its docs.
+//!
+//! # Lower-level checks
+//!
 //! - [`adjoint_check`]: the dot-product test ⟨J v, w⟩ = ⟨v, Jᵀ w⟩, with `J v` from a forward rule
 //!   and `Jᵀ w` from a reverse rule, on random `v` and `w`. For a copy both sides are sums of the
 //!   same products, so they agree to rounding (exactly, for short vectors of exact values).
 //! - [`finite_difference_check`]: `J v` from a forward rule against `(f(x + h v) − f(x − h v)) / 2h`.
 //!
 //! Inner products are real: complex elements count as two real coordinates.
+
+mod buffers;
+mod checks;
+mod raw;
+mod report;
+mod subjects;
+
+pub use buffers::{Env, TestBuffer};
+pub use raw::{check_raw_copy, check_raw_fill, check_raw_memset, check_raw_region};
+pub use report::{Check, CheckError, Diff, Failure, Report, Shapes};
+
+use crate::rules::{CopyRule, FillRule, MemsetRule, RegionRule};
+use core::marker::PhantomData;
+use subjects::{CopySubject, FillSubject, MemsetSubject, RegionSubject};
+
+/// Checks a `copy` rule (`dst: &mut X ← src: &Y`) against its primitive: every check of the
+/// [module docs](self), on buffers of `shapes.dst` and `shapes.src` elements.
+pub fn check_copy<'s, X, Y, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    R: CopyRule<'s, X, Y>,
+    X: TestBuffer + ?Sized,
+    Y: TestBuffer<Elem = X::Elem> + ?Sized,
+{
+    let env = Env::of(rule.__on());
+    let mut s = CopySubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    checks::check_all(&mut s, shapes)
+}
+
+/// Checks a two-buffer region rule (`copy2d`, `copy3d`, a `copy` with `restore`) against its
+/// primitive, as [`check_copy`]; the boxes are the rule object's (its width, height and
+/// pitches), the buffers' lengths `shapes`.
+pub fn check_region<'s, X, Y, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    R: RegionRule<'s, X, Y>,
+    X: TestBuffer + ?Sized,
+    Y: TestBuffer<Elem = X::Elem> + ?Sized,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = RegionSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    checks::check_all(&mut s, shapes)
+}
+
+/// Checks a `memset` rule against its primitive (`shapes.dst` elements; `shapes.src` unused).
+pub fn check_memset<'s, X, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    R: MemsetRule<'s, X>,
+    X: TestBuffer + ?Sized,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = MemsetSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    checks::check_all(&mut s, shapes)
+}
+
+/// Checks a `fill` rule by value against its primitive (`shapes.dst` elements); the value is
+/// `Const`, `Dual` (forward) and `Active` (reverse) in turn.
+pub fn check_fill<'s, X, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    R: FillRule<'s, X>,
+    X: TestBuffer + ?Sized,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = FillSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    checks::check_all(&mut s, shapes)
+}
 
 use crate::element::Differentiable;
 use crate::error::Result;

@@ -1,0 +1,376 @@
+//! Rule checks of pointer rules on host memory: the buffers are `Vec`s, passed by their
+//! pointers. The checks' [`Subject`]s here can only be made by the `unsafe` functions, whose
+//! callers vouch for the rule's offsets and lengths.
+
+use super::buffers::Env;
+use super::checks::{Act, Args, Other, Subject, check_all};
+use super::report::{CheckError, Report, Shapes};
+use super::subjects::Marker;
+use super::subjects::bad_width;
+use crate::activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
+use crate::element::Differentiable;
+use crate::error::Result;
+use crate::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
+use core::marker::PhantomData;
+
+/// The `N` shadow pointers of a batch (`bufs` holds exactly `N`).
+fn ptrs<T, const N: usize>(bufs: &mut [Vec<T>]) -> Result<[*mut T; N]> {
+    let found = bufs.len();
+    let v: Vec<*mut T> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+    v.try_into().map_err(|_| bad_width(found))
+}
+
+/// Expands `$go!(dst, other)` for the activity pair.
+macro_rules! nine {
+    ($dst:expr, $o:expr, $go:ident) => {
+        match ($dst, $o) {
+            (Act::Const, Act::Const) => $go!(Const, Const),
+            (Act::Const, Act::Dup) => $go!(Const, Duplicated),
+            (Act::Const, Act::Only) => $go!(Const, DuplicatedOnly),
+            (Act::Dup, Act::Const) => $go!(Duplicated, Const),
+            (Act::Dup, Act::Dup) => $go!(Duplicated, Duplicated),
+            (Act::Dup, Act::Only) => $go!(Duplicated, DuplicatedOnly),
+            (Act::Only, Act::Const) => $go!(DuplicatedOnly, Const),
+            (Act::Only, Act::Dup) => $go!(DuplicatedOnly, Duplicated),
+            (Act::Only, Act::Only) => $go!(DuplicatedOnly, DuplicatedOnly),
+        }
+    };
+}
+
+/// Calls `$f::<N>(..)` for the width.
+macro_rules! by_width {
+    ($width:expr, $f:ident [$($g:tt),*] ( $($arg:expr),* )) => {
+        match $width {
+            1 => $f::<$($g,)* 1>($($arg),*),
+            2 => $f::<$($g,)* 2>($($arg),*),
+            3 => $f::<$($g,)* 3>($($arg),*),
+            w => Err(bad_width(w)),
+        }
+    };
+}
+
+/// A pointer rule of two buffers, of trait `$tr`, on host memory.
+macro_rules! raw_two_buffer {
+    ($name:ident, $tr:ident) => {
+        /// Made only by the `unsafe` check functions: their callers vouch for the pointers.
+        struct $name<'r, 's, R, T> {
+            rule: &'r mut R,
+            env: Env,
+            _p: Marker<'s, T>,
+        }
+
+        impl<'s, R: $tr<'s, T>, T: Differentiable> Subject for $name<'_, 's, R, T> {
+            type T = T;
+            const OTHER: Other = Other::Src;
+
+            fn forward(&mut self, dst: Act, o: Act, width: usize, a: &mut Args<T>) -> Result<()> {
+                fn go<'s, R: $tr<'s, T>, T: Differentiable, const N: usize>(
+                    rule: &mut R, dst: Act, o: Act, a: &mut Args<T>,
+                ) -> Result<()> {
+                    let (y, x) = (a.y.as_mut_ptr(), a.x.as_ptr());
+                    macro_rules! d {
+                        (Const) => { Const(y) };
+                        ($w:ident) => { $w::batch(y, ptrs::<T, N>(&mut a.dy)?) };
+                    }
+                    macro_rules! s {
+                        (Const) => { Const(x) };
+                        ($w:ident) => { $w::batch(x, ptrs::<T, N>(&mut a.dx)?) };
+                    }
+                    // SAFETY: the caller of the check function vouched that the rule's
+                    // offsets and lengths fit these buffers, which live until it returns.
+                    macro_rules! call {
+                        ($d:ident, $s:ident) => { unsafe { rule.forward(d!($d), s!($s)) } };
+                    }
+                    nine!(dst, o, call)
+                }
+                by_width!(width, go[_, _](&mut *self.rule, dst, o, a))?;
+                self.env.sync()
+            }
+
+            fn reverse(&mut self, dst: Act, o: Act, width: usize, a: &mut Args<T>, aug_only: bool) -> Result<Vec<T>> {
+                fn go<'s, R: $tr<'s, T>, T: Differentiable, const N: usize>(
+                    rule: &mut R, dst: Act, o: Act, a: &mut Args<T>, aug_only: bool,
+                ) -> Result<()> {
+                    let (y, x) = (a.y.as_mut_ptr(), a.x.as_ptr());
+                    macro_rules! d {
+                        (Const) => { Const(y) };
+                        ($w:ident) => { $w::batch(y, ptrs::<T, N>(&mut a.dy)?) };
+                    }
+                    macro_rules! s {
+                        (Const) => { Const(x) };
+                        ($w:ident) => { $w::batch(x, ptrs::<T, N>(&mut a.dx)?) };
+                    }
+                    // SAFETY: as in `forward`.
+                    macro_rules! call {
+                        ($d:ident, $s:ident) => {{
+                            let tape = unsafe { rule.augmented_primal(d!($d), s!($s))? };
+                            if aug_only {
+                                Ok(())
+                            } else {
+                                unsafe { rule.reverse(tape, d!($d), s!($s)) }
+                            }
+                        }};
+                    }
+                    nine!(dst, o, call)
+                }
+                by_width!(width, go[_, _](&mut *self.rule, dst, o, a, aug_only))?;
+                self.env.sync()?;
+                Ok(vec![])
+            }
+        }
+    };
+}
+
+raw_two_buffer!(RawCopySubject, RawCopyRule);
+raw_two_buffer!(RawRegionSubject, RawRegionRule);
+
+/// A pointer `memset` on host memory; made only by [`check_raw_memset`].
+struct RawMemsetSubject<'r, 's, R, T> {
+    rule: &'r mut R,
+    env: Env,
+    _p: Marker<'s, T>,
+}
+
+impl<'s, R: RawMemsetRule<'s, T>, T: Differentiable> Subject for RawMemsetSubject<'_, 's, R, T> {
+    type T = T;
+    const OTHER: Other = Other::None;
+
+    fn forward(&mut self, dst: Act, _: Act, width: usize, a: &mut Args<T>) -> Result<()> {
+        fn go<'s, R: RawMemsetRule<'s, T>, T: Differentiable, const N: usize>(
+            rule: &mut R,
+            dst: Act,
+            a: &mut Args<T>,
+        ) -> Result<()> {
+            let y = a.y.as_mut_ptr();
+            // SAFETY: the caller of `check_raw_memset` vouched for the rule's box.
+            unsafe {
+                match dst {
+                    Act::Const => rule.forward(Const(y)),
+                    Act::Dup => rule.forward(Duplicated::batch(y, ptrs::<T, N>(&mut a.dy)?)),
+                    Act::Only => rule.forward(DuplicatedOnly::batch(y, ptrs::<T, N>(&mut a.dy)?)),
+                }
+            }
+        }
+        by_width!(width, go[_, _](&mut *self.rule, dst, a))?;
+        self.env.sync()
+    }
+
+    fn reverse(
+        &mut self,
+        dst: Act,
+        _: Act,
+        width: usize,
+        a: &mut Args<T>,
+        aug_only: bool,
+    ) -> Result<Vec<T>> {
+        fn go<'s, R: RawMemsetRule<'s, T>, T: Differentiable, const N: usize>(
+            rule: &mut R,
+            dst: Act,
+            a: &mut Args<T>,
+            aug_only: bool,
+        ) -> Result<()> {
+            let y = a.y.as_mut_ptr();
+            // SAFETY: as in `forward`.
+            macro_rules! call {
+                ($d:expr) => {{
+                    let tape = unsafe { rule.augmented_primal($d)? };
+                    if aug_only {
+                        Ok(())
+                    } else {
+                        unsafe { rule.reverse(tape, $d) }
+                    }
+                }};
+            }
+            match dst {
+                Act::Const => call!(Const(y)),
+                Act::Dup => call!(Duplicated::batch(y, ptrs::<T, N>(&mut a.dy)?)),
+                Act::Only => call!(DuplicatedOnly::batch(y, ptrs::<T, N>(&mut a.dy)?)),
+            }
+        }
+        by_width!(width, go[_, _](&mut *self.rule, dst, a, aug_only))?;
+        self.env.sync()?;
+        Ok(vec![])
+    }
+}
+
+/// A pointer `fill` on host memory; made only by [`check_raw_fill`].
+struct RawFillSubject<'r, 's, R, T> {
+    rule: &'r mut R,
+    env: Env,
+    _p: Marker<'s, T>,
+}
+
+impl<'s, R: RawFillRule<'s, T>, T: Differentiable> Subject for RawFillSubject<'_, 's, R, T> {
+    type T = T;
+    const OTHER: Other = Other::Value;
+
+    fn forward(&mut self, dst: Act, o: Act, width: usize, a: &mut Args<T>) -> Result<()> {
+        fn go<'s, R: RawFillRule<'s, T>, T: Differentiable, const N: usize>(
+            rule: &mut R,
+            dst: Act,
+            o: Act,
+            a: &mut Args<T>,
+        ) -> Result<()> {
+            let (y, v) = (a.y.as_mut_ptr(), a.v);
+            let dv: Vec<T> = a.dv.clone();
+            macro_rules! d {
+                (Const) => {
+                    Const(y)
+                };
+                ($w:ident) => {
+                    $w::batch(y, ptrs::<T, N>(&mut a.dy)?)
+                };
+            }
+            macro_rules! s {
+                (Const) => {
+                    Const(v)
+                };
+                (Duplicated) => {
+                    Dual::batch(
+                        v,
+                        <[T; N]>::try_from(&dv[..]).map_err(|_| bad_width(dv.len()))?,
+                    )
+                };
+            }
+            // SAFETY: the caller of `check_raw_fill` vouched for the rule's box.
+            macro_rules! call {
+                ($d:ident, DuplicatedOnly) => {
+                    Err(bad_width(0))
+                };
+                ($d:ident, $s:ident) => {
+                    unsafe { rule.forward(d!($d), s!($s)) }
+                };
+            }
+            nine!(dst, o, call)
+        }
+        by_width!(width, go[_, _](&mut *self.rule, dst, o, a))?;
+        self.env.sync()
+    }
+
+    fn reverse(
+        &mut self,
+        dst: Act,
+        o: Act,
+        width: usize,
+        a: &mut Args<T>,
+        aug_only: bool,
+    ) -> Result<Vec<T>> {
+        fn go<'s, R: RawFillRule<'s, T>, T: Differentiable, const N: usize>(
+            rule: &mut R,
+            dst: Act,
+            o: Act,
+            a: &mut Args<T>,
+            aug_only: bool,
+        ) -> Result<Vec<T>> {
+            let (y, v) = (a.y.as_mut_ptr(), a.v);
+            macro_rules! d {
+                (Const) => {
+                    Const(y)
+                };
+                ($w:ident) => {
+                    $w::batch(y, ptrs::<T, N>(&mut a.dy)?)
+                };
+            }
+            // SAFETY: as in `forward`.
+            macro_rules! call {
+                ($d:ident, Const) => {{
+                    let tape = unsafe { rule.augmented_primal(d!($d), Const(v))? };
+                    if !aug_only {
+                        unsafe { rule.reverse(tape, d!($d), Const(v))? };
+                    }
+                    Ok(vec![])
+                }};
+                ($d:ident, Duplicated) => {{
+                    let tape = unsafe { rule.augmented_primal(d!($d), Active(v))? };
+                    if aug_only {
+                        Ok(vec![])
+                    } else {
+                        Ok(unsafe { rule.reverse(tape, d!($d), Active(v))? }.to_vec())
+                    }
+                }};
+                ($d:ident, DuplicatedOnly) => {
+                    Err(bad_width(0))
+                };
+            }
+            nine!(dst, o, call)
+        }
+        let g = by_width!(width, go[_, _](&mut *self.rule, dst, o, a, aug_only))?;
+        self.env.sync()?;
+        Ok(g)
+    }
+}
+
+/// Checks a pointer `copy` rule on host memory, as [`check_copy`](super::check_copy), through the
+/// pointers of `Vec`s of `shapes.dst` and `shapes.src` elements.
+///
+/// # Safety
+/// The rule's primitive, called on pointers to the starts of such buffers (primals and shadows
+/// alike) with the rule object's other arguments (offsets, lengths), is sound: every range it
+/// reads or writes lies within `shapes`, and the rule declares host memory for both sides.
+pub unsafe fn check_raw_copy<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    T: Differentiable,
+    R: RawCopyRule<'s, T>,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = RawCopySubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    check_all(&mut s, shapes)
+}
+
+/// Checks a pointer region rule (`copy2d`, `copy3d`) on host memory; see [`check_raw_copy`].
+///
+/// # Safety
+/// As [`check_raw_copy`], for every row of the rule's boxes.
+pub unsafe fn check_raw_region<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    T: Differentiable,
+    R: RawRegionRule<'s, T>,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = RawRegionSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    check_all(&mut s, shapes)
+}
+
+/// Checks a pointer `memset` rule on host memory; see [`check_raw_copy`].
+///
+/// # Safety
+/// As [`check_raw_copy`], for the destination.
+pub unsafe fn check_raw_memset<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    T: Differentiable,
+    R: RawMemsetRule<'s, T>,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = RawMemsetSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    check_all(&mut s, shapes)
+}
+
+/// Checks a pointer `fill` rule on host memory; see [`check_raw_copy`].
+///
+/// # Safety
+/// As [`check_raw_copy`], for the destination.
+pub unsafe fn check_raw_fill<'s, T, R>(rule: &mut R, shapes: Shapes) -> Result<Report, CheckError>
+where
+    T: Differentiable,
+    R: RawFillRule<'s, T>,
+{
+    let env = Env::of(rule.__plan().0);
+    let mut s = RawFillSubject {
+        rule,
+        env,
+        _p: PhantomData,
+    };
+    check_all(&mut s, shapes)
+}
