@@ -46,7 +46,7 @@ pub fn check_stream(cx: &Ctxt, rule: &Rule) -> Option<usize> {
                 "several parameters are CUDA streams: mark the one the copy runs on with `#[stream]`".to_string()
             } else {
                 format!(
-                    "`{}` and `{}` could each be the stream the copy runs on (the macro cannot read their types): mark the stream `#[stream]`, and each other parameter with its role or `#[inert]`",
+                    "`{}` and `{}` could each be the stream the copy runs on (a reference to a type the macro cannot read is taken for the stream): mark the stream `#[stream]`, and each other parameter with its role or `#[inert]`",
                     rule.params[*first].name, rule.params[i].name
                 )
             };
