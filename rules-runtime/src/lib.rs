@@ -125,7 +125,7 @@ pub use cudarc;
 pub use activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
 pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
-pub use error::{Error, Result};
+pub use error::{Assumed, Error, PrimalDisagreement, Result};
 pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
 pub use ops::region::{accumulate_and_zero_region, accumulate_region, fill_region, zero_region};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
@@ -214,7 +214,7 @@ pub mod __private {
     pub use crate::rules::{
         Boxes, Captures, CollectiveRule, CopyRule, CopyTape, FillRule, InImpl, MemsetRule,
         PrimalOutcome, PtrCopy, RawCopyRule, RawFillRule, RawMemsetRule, RawRegion, RawRegionRule,
-        RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
+        RecvRule, RegionRule, RegionTape, RuleNames, SendRule, UnsafeArgs,
     };
     pub use ::core;
     /// The `std::autodiff` bridges' runtime side.
