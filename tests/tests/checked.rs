@@ -129,7 +129,7 @@ fn a_copy_that_scales_is_refused_and_its_shadows_are_untouched() {
     assert_eq!(dy, [7.0; 6]);
     assert_eq!(dx, [5.0; 6]);
     // The augmented primal makes no tape.
-    let mut y = vec![0.0f32; 6];
+    let mut y = [0.0f32; 6];
     let e = scale_rule()
         .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]))
         .unwrap_err();
@@ -186,7 +186,7 @@ fn a_memset_of_half_the_buffer_is_refused() {
     let first: Vec<usize> = d.first.iter().map(|p| p.0).collect();
     assert_eq!(first, [4, 5, 6, 7]);
     assert_eq!(dy, [1.0; 8]);
-    let mut y = vec![7.0f32; 8];
+    let mut y = [7.0f32; 8];
     let e = clear_half_rule()
         .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]))
         .unwrap_err();
