@@ -296,6 +296,7 @@ impl<'a> Generator<'a> {
         let doc = docs.rule(&name, &self.arg_names(), parts.trait_text) + &self.param_docs();
         let allow = allowances();
         let vis = &rule.func.vis;
+        let names = self.names();
         if self.access == Access::Params {
             let plan = parts.plan.as_ref().map_or(&parts.default_plan, |(_, e)| e);
             let generics = self.impl_generics();
@@ -316,7 +317,7 @@ impl<'a> Generator<'a> {
                 #vis #unsafety fn #name #generics (#(#params),*)
                     -> impl #p::#trait_name<#s, #args> #(#captures)* #where_clause
                 {
-                    unsafe { #p::InImpl::new(#plan, move |#inputs| #call) }
+                    unsafe { #p::InImpl::new(#plan, move |#inputs| #call) }.__named(#names)
                 }
             };
         }
@@ -347,6 +348,8 @@ impl<'a> Generator<'a> {
                 #unsafety impl #generics #trait_ref for #self_ty #where_clause {
                     #plan
                     #[inline]
+                    fn __names(&self) -> #p::RuleNames { #names }
+                    #[inline]
                     #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
                         #bind
                         #p::PrimalOutcome::into_result(#call)
@@ -354,6 +357,18 @@ impl<'a> Generator<'a> {
                 }
             };
         }
+    }
+
+    /// The names the checked mode's errors use (`RuleNames`): the primitive's, the destination's
+    /// and the source's or the value's (empty where the kind has none).
+    fn names(&self) -> TokenStream {
+        let p = &self.p;
+        let [dst, src] = self.plan.buffer_params();
+        let src = src.or(self.plan.value.as_ref().map(|v| v.param));
+        let name =
+            |i: Option<usize>| i.map_or_else(String::new, |i| self.rule.params[i].name.to_string());
+        let (rule, dst, src) = (self.rule.func.sig.ident.to_string(), name(dst), name(src));
+        quote!(#p::RuleNames { rule: #rule, dst: #dst, src: #src })
     }
 
     /// The types the rules take activities of, with their elided lifetimes named: one name per

@@ -73,6 +73,9 @@ pub trait Differentiable:
     fn from_parts(parts: [f64; 2]) -> Self;
     /// How many real parts a value has (1 or 2).
     const PARTS: usize;
+    /// The bits of each real part (the second 0 for reals): what the checked mode compares.
+    #[doc(hidden)]
+    fn __bits(self) -> [u64; 2];
 }
 
 macro_rules! real {
@@ -96,6 +99,10 @@ macro_rules! real {
             #[inline]
             fn from_parts(p: [f64; 2]) -> Self {
                 ($from)(p[0])
+            }
+            #[inline]
+            fn __bits(self) -> [u64; 2] {
+                [u64::from(self.to_bits()), 0]
             }
         }
     };
@@ -127,6 +134,10 @@ macro_rules! complex {
             #[inline]
             fn from_parts(p: [f64; 2]) -> Self {
                 Complex::new(p[0] as $t, p[1] as $t)
+            }
+            #[inline]
+            fn __bits(self) -> [u64; 2] {
+                [u64::from(self.re.to_bits()), u64::from(self.im.to_bits())]
             }
         }
     };

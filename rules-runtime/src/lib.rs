@@ -68,6 +68,18 @@
 //! generated code reaches what it needs through a hidden module. The `testing` feature adds
 //! `testing`: adjoint and finite-difference checks.
 //!
+//! ## The checked mode
+//!
+//! With the `checked` feature, every rule checks, right after each call of its primitive and
+//! before any shadow work, that the primitive did what the rule assumes in the destination's box:
+//! a copy `dst == src`, a memset one repeated bit pattern, a fill the value (bitwise; host memory
+//! by the host, device memory by a compare kernel on the copy's stream). A disagreement is
+//! [`Error::PrimalDisagrees`], naming the rule, the parameter, the lane, the count and the first
+//! elements, and saying what to change; nothing else is written. Every call then waits for its
+//! stream (a capturing stream is refused with [`Error::Capturing`]), and a forward or augmented
+//! primal costs 2-4× the unchecked one: for tests and debugging, not production. See
+//! `docs/checked.md` in the repository.
+//!
 //! ## Without a driver
 //!
 //! Nothing in this crate panics when the CUDA driver or NCCL is missing: [`cuda`] and [`nccl`]
@@ -125,7 +137,7 @@ pub use cudarc;
 pub use activity::{Active, Const, Dual, Duplicated, DuplicatedOnly};
 pub use collective::CollectiveTape;
 pub use element::{Differentiable, Dtype};
-pub use error::{Error, Result};
+pub use error::{Assumed, Error, PrimalDisagreement, Result};
 pub use memory::{MemoryKind, ShadowMemory, ShadowRead};
 pub use ops::region::{accumulate_and_zero_region, accumulate_region, fill_region, zero_region};
 pub use ops::{On, accumulate, accumulate_and_zero, zero};
@@ -214,7 +226,7 @@ pub mod __private {
     pub use crate::rules::{
         Boxes, Captures, CollectiveRule, CopyRule, CopyTape, FillRule, InImpl, MemsetRule,
         PrimalOutcome, PtrCopy, RawCopyRule, RawFillRule, RawMemsetRule, RawRegion, RawRegionRule,
-        RecvRule, RegionRule, RegionTape, SendRule, UnsafeArgs,
+        RecvRule, RegionRule, RegionTape, RuleNames, SendRule, UnsafeArgs,
     };
     pub use ::core;
     /// The `std::autodiff` bridges' runtime side.

@@ -235,3 +235,29 @@ fn a_parameters_doc_comment_moves_to_the_rule_item() {
     assert!(!out.contains("stream : & CudaStream , # [doc"), "{out}");
     assert!(!out.contains("# [doc = \" the stream\"] stream"), "{out}");
 }
+
+#[test]
+fn every_rule_names_its_primitive_and_parameters_for_the_checked_mode() {
+    let out = expand(
+        "copy",
+        "fn upload(#[dst] out: &mut [f32], #[src] input: &[f32]) {}",
+    );
+    assert_eq!(errors(&out), 0, "{out}");
+    let names = "__p :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
+    assert!(out.contains(names), "{out}");
+    let out = expand("fill", "fn put(#[dst] buf: &mut [f32], #[value] v: f32) {}");
+    assert!(out.contains("dst : \"buf\" , src : \"v\""), "{out}");
+    let out = expand("memset", "fn clear(#[dst] buf: &mut [f32]) {}");
+    assert!(
+        out.contains("rule : \"clear\" , dst : \"buf\" , src : \"\""),
+        "{out}"
+    );
+    let out = expand(
+        "copy, in_impl",
+        "fn f(#[dst] d: &mut [f32], #[src] s: &[f32]) {}",
+    );
+    assert!(
+        out.contains(". __named (:: rules_runtime :: __private :: RuleNames { rule : \"f\""),
+        "{out}"
+    );
+}

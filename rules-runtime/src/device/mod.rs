@@ -2,6 +2,7 @@
 //! owned cache of per-context resources ([`pool`]). Nothing here checks user input: [`crate::ops`]
 //! checks everything first, then calls in here with addresses it has validated.
 
+pub(crate) mod check;
 pub(crate) mod kernels;
 pub(crate) mod nccl;
 pub(crate) mod peer;

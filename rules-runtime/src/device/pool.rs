@@ -90,6 +90,14 @@ pub(crate) struct Kernels {
 // their context is current; they stay valid while the entry (which holds the context) exists.
 unsafe impl Send for Kernels {}
 
+/// The checked mode's compare kernels (`check.ptx`, `super::check::KERNELS`), loaded into one
+/// context on its first compare; the module goes with the context, as the shadow kernels' does.
+#[derive(Clone, Copy)]
+pub(crate) struct CheckKernels(pub(crate) [sys::CUfunction; 4]);
+
+// SAFETY: as for `Kernels`.
+unsafe impl Send for CheckKernels {}
+
 struct Buffer {
     memory: Memory,
     /// Device address (for pinned memory: the host address, which is also its device address).
@@ -105,6 +113,7 @@ unsafe impl Send for Buffer {}
 struct Entry {
     ctx: Arc<CudaContext>,
     kernels: Option<Kernels>,
+    checks: Option<CheckKernels>,
     free: Vec<Buffer>,
     /// Device memory that is all zero bits and never written after (the source of the copies
     /// that zero CUDA array memory): the largest asked for so far. Smaller ones it replaced are
@@ -156,6 +165,7 @@ fn entry<'g>(all: &'g mut Vec<Entry>, ctx: &Arc<CudaContext>) -> &'g mut Entry {
             all.push(Entry {
                 ctx: ctx.clone(),
                 kernels: None,
+                checks: None,
                 free: Vec::new(),
                 zeros: Vec::new(),
                 streams: [None, None],
@@ -343,6 +353,51 @@ fn kernels_locked(ctx: &Arc<CudaContext>) -> Result<Kernels> {
     };
     let mut all = entries();
     Ok(*entry(&mut all, ctx).kernels.get_or_insert(loaded))
+}
+
+/// The checked mode's compare kernels of `ctx`, loading them on its first compare (without the
+/// cache's lock, as [`kernels`]).
+pub(crate) fn check_kernels(ctx: &Arc<CudaContext>) -> Result<[sys::CUfunction; 4]> {
+    if let Some(k) = entry(&mut entries(), ctx).checks {
+        return Ok(k.0);
+    }
+    let loaded = {
+        let _current = CurrentContext::save();
+        ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        let module = load_module(super::check::PTX)?;
+        let mut f = [core::ptr::null_mut(); 4];
+        for (i, name) in super::check::KERNELS.iter().enumerate() {
+            f[i] = function(module, name)?;
+        }
+        CheckKernels(f)
+    };
+    let mut all = entries();
+    Ok(entry(&mut all, ctx).checks.get_or_insert(loaded).0)
+}
+
+/// Loads a PTX image into the current context.
+fn load_module(ptx: &str) -> Result<sys::CUmodule> {
+    let ptx = std::ffi::CString::new(ptx).expect("the PTX has no NUL byte");
+    // SAFETY: `ptx` is a NUL-terminated PTX image.
+    unsafe { result::module::load_data(ptx.as_ptr().cast()) }
+        .map_err(driver("cuModuleLoadData (runtime kernels)"))
+}
+
+/// The function `name` of `module`, loaded now (see [`load`] for why).
+fn function(module: sys::CUmodule, name: &str) -> Result<sys::CUfunction> {
+    let name = std::ffi::CString::new(name).expect("kernel names have no NUL byte");
+    // SAFETY: `module` is loaded in the current context; the function exists once
+    // `get_function` returns it.
+    unsafe {
+        let f =
+            result::module::get_function(module, name).map_err(driver("cuModuleGetFunction"))?;
+        result::function::get_function_attribute(
+            f,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        )
+        .map_err(driver("cuFuncGetAttribute (loading a kernel)"))?;
+        Ok(f)
+    }
 }
 
 /// Runs `f` with this thread's stream-capture interaction mode relaxed, then restores it: an

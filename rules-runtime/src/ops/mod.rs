@@ -31,6 +31,7 @@ pub(crate) use route::{
 pub use saved::{SavedRegion, restore_region, save_region};
 pub use sum::{accumulate_sum_region, sum_region};
 pub(crate) mod array;
+pub(crate) mod check;
 mod host;
 mod on;
 pub mod region;

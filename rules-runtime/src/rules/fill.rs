@@ -9,15 +9,21 @@
 //! With `restore`, the augmented primal saves the old destination box and the reverse writes it
 //! back after the shadow work.
 
+use super::checked::{self, RuleNames, Which};
 use super::copy::PrimalOutcome;
 use super::region::{Boxes, Checked, Dst, Kind, Raw, RawRegion, RegionTape, Side, check_call};
 use crate::activity::{Activity, DstArg, DstPtr, ForwardValue, ReverseValue, SameWidth};
 use crate::element::Differentiable;
 use crate::error::Result;
-use crate::memory::ShadowMemory;
 use crate::memory::raw::RawShadow;
+use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::region::{fill_region, zero_region};
 use crate::ops::{On, SavedRegion, restore_region, save_region, sum_region};
+
+/// The stream a call without one named is ordered on: the destination primal's own.
+fn home<S: Side>(dst: &S) -> Option<&cudarc::driver::CudaStream> {
+    dst.primal().home_stream().map(|s| &**s)
+}
 
 /// A call on a destination only.
 fn check_dst<D: Side>(on: On<'_>, boxes: Boxes, dst: &D, restore: bool) -> Result<Checked> {
@@ -67,7 +73,12 @@ fn reverse_lanes<D: Side>(
 
 /// Forward rule of a memset (slices): runs the primal (unless `dst` is `DuplicatedOnly`), then
 /// `d_dst[k][R] ← 0` for each lane.
-pub fn memset_forward<X, D, F, R>(on: On<'_>, boxes: Boxes, dst: D, mut primal: F) -> Result<()>
+pub fn memset_forward<X, D, F, R>(
+    on: On<'_>,
+    (boxes, names): (Boxes, RuleNames),
+    dst: D,
+    mut primal: F,
+) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
     D: DstArg<X>,
@@ -76,8 +87,10 @@ where
 {
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, false)?;
+    checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut()).into_result()?;
+        checked::repeated(on, names, Which::Primal, dst.primal(), c.dst)?;
     }
     forward_lanes(on, &c, &mut dst, |_| None)
 }
@@ -85,7 +98,7 @@ where
 /// Augmented primal of a memset (slices): checks, saves the box with `restore`, runs the primal.
 pub fn memset_augmented_primal<X, D, F, R>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, names): (Boxes, RuleNames),
     restore: bool,
     dst: D,
     mut primal: F,
@@ -98,9 +111,11 @@ where
 {
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, restore)?;
+    checked::refuse_capture(on, home(&dst))?;
     let saved = save_if(on, restore && D::PRIMAL_NEEDED, dst.primal(), &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut()).into_result()?;
+        checked::repeated(on, names, Which::Primal, dst.primal(), c.dst)?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Memset, restore)).with_saved(saved))
 }
@@ -130,7 +145,7 @@ where
 /// `DuplicatedOnly`), then `d_dst[k][R] ← d_v[k]` for each lane (0 for a `Const` value).
 pub fn fill_forward<X, D, V, F, R>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, names): (Boxes, RuleNames),
     dst: D,
     value: V,
     mut primal: F,
@@ -145,8 +160,10 @@ where
 {
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, false)?;
+    checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), value.value()).into_result()?;
+        checked::filled(on, names, Which::Primal, dst.primal(), c.dst, value.value())?;
     }
     forward_lanes(on, &c, &mut dst, |k| value.tangent(k))
 }
@@ -154,7 +171,7 @@ where
 /// Augmented primal of a fill by value (slices).
 pub fn fill_augmented_primal<X, D, V, F, R>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, names): (Boxes, RuleNames),
     restore: bool,
     dst: D,
     value: V,
@@ -169,9 +186,11 @@ where
 {
     let mut dst = Dst::new(dst);
     let c = check_dst(on, boxes, &dst, restore)?;
+    checked::refuse_capture(on, home(&dst))?;
     let saved = save_if(on, restore && D::PRIMAL_NEEDED, dst.primal(), &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), value.value()).into_result()?;
+        checked::filled(on, names, Which::Primal, dst.primal(), c.dst, value.value())?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Fill, restore)).with_saved(saved))
 }
@@ -220,7 +239,7 @@ fn save_if<B: ShadowMemory + ?Sized>(
 /// raw rule's method under its `unsafe` contract).
 pub(crate) fn ptr_memset_forward<T, D, F, R>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, names): (RawRegion, RuleNames),
     mut d: Raw<T>,
     dst: &D,
     mut primal: F,
@@ -232,8 +251,10 @@ where
     R: PrimalOutcome,
 {
     let c = check_dst(on, shape.boxes(), &d, false)?;
+    checked::refuse_capture(on, None)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal()).into_result()?;
+        checked::repeated(on, names, Which::Primal, &d.primal, c.dst)?;
     }
     forward_lanes(on, &c, &mut d, |_| None)
 }
@@ -241,7 +262,7 @@ where
 /// Augmented primal of a pointer memset; see [`memset_augmented_primal`], on the call's views.
 pub(crate) fn ptr_memset_augmented_primal<T, D, F, R>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, names): (RawRegion, RuleNames),
     restore: bool,
     d: Raw<T>,
     dst: &D,
@@ -254,9 +275,11 @@ where
     R: PrimalOutcome,
 {
     let c = check_dst(on, shape.boxes(), &d, restore)?;
+    checked::refuse_capture(on, None)?;
     let saved = save_if::<RawShadow<T>>(on, restore && D::PRIMAL_NEEDED, &d.primal, &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal()).into_result()?;
+        checked::repeated(on, names, Which::Primal, &d.primal, c.dst)?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Memset, restore)).with_saved(saved))
 }
@@ -284,7 +307,7 @@ where
 /// Forward rule of a pointer fill by value; see [`fill_forward`], on the call's views.
 pub(crate) fn ptr_fill_forward<T, D, V, F, R>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, names): (RawRegion, RuleNames),
     mut d: Raw<T>,
     dst: &D,
     value: V,
@@ -298,8 +321,10 @@ where
     R: PrimalOutcome,
 {
     let c = check_dst(on, shape.boxes(), &d, false)?;
+    checked::refuse_capture(on, None)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal(), value.value()).into_result()?;
+        checked::filled(on, names, Which::Primal, &d.primal, c.dst, value.value())?;
     }
     forward_lanes(on, &c, &mut d, |k| value.tangent(k))
 }
@@ -308,7 +333,7 @@ where
 /// views.
 pub(crate) fn ptr_fill_augmented_primal<T, D, V, F, R>(
     on: On<'_>,
-    (shape, restore): (RawRegion, bool),
+    (shape, restore, names): (RawRegion, bool, RuleNames),
     d: Raw<T>,
     dst: &D,
     value: V,
@@ -322,9 +347,11 @@ where
     R: PrimalOutcome,
 {
     let c = check_dst(on, shape.boxes(), &d, restore)?;
+    checked::refuse_capture(on, None)?;
     let saved = save_if::<RawShadow<T>>(on, restore && D::PRIMAL_NEEDED, &d.primal, &c)?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal(), value.value()).into_result()?;
+        checked::filled(on, names, Which::Primal, &d.primal, c.dst, value.value())?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Fill, restore)).with_saved(saved))
 }

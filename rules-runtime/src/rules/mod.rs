@@ -13,6 +13,7 @@
 //!   augmented primal, reverse) call the bodies above; generated code implements them.
 #![forbid(unsafe_code)]
 
+mod checked;
 mod copy;
 mod fill;
 mod pitched;
@@ -37,6 +38,7 @@ pub(crate) fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
 
 pub use crate::memory::raw::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
 pub use crate::memory::raw::unsafe_args::UnsafeArgs;
+pub use checked::RuleNames;
 pub use copy::{
     CopyTape, PrimalOutcome, PtrCopy, copy_augmented_primal, copy_forward, copy_reverse,
 };

@@ -8,6 +8,7 @@
 //! with `d_dst[k][R] ← 0` (for a value buffer: `d_v[k] += Σ_R d_dst[k]`, then the zeroing); then,
 //! with `restore`, the old primal box is written back. Padding between rows is never touched.
 
+use super::checked::{self, RuleNames, Which};
 use super::copy::PrimalOutcome;
 use super::region::{Boxes, Checked, Dst, Kind, Raw, RawRegion, RegionTape, Side, Src, check_call};
 use crate::activity::{DstArg, DstPtr, SameWidth, SrcArg, SrcPtr};
@@ -20,6 +21,32 @@ use crate::ops::region::{
 use crate::ops::{
     On, accumulate_sum_region, refuse_call_in_capture, restore_region, save_region, sum_region,
 };
+
+/// In the checked mode, after a call of the primitive: `dst[R] == src[R']`, or, from a value
+/// buffer, `dst[R]` filled with its one element.
+fn check_primal<X, Y>(
+    on: On<'_>,
+    names: RuleNames,
+    which: Which,
+    (dst, src): (&X, &Y),
+    c: &Checked,
+    value: bool,
+) -> Result<()>
+where
+    X: ShadowRead + ?Sized,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized,
+{
+    if value {
+        checked::filled_from(on, names, which, (dst, c.dst), (src, c.src))
+    } else {
+        checked::copied(on, names, which, (dst, c.dst), (src, c.src))
+    }
+}
+
+/// The stream a call without one named is ordered on: the destination primal's own.
+fn home<S: Side>(dst: &S) -> Option<&cudarc::driver::CudaStream> {
+    dst.primal().home_stream().map(|s| &**s)
+}
 
 /// The reverse's shadow work for one lane, then nothing else: the lanes run in order.
 fn reverse_lane<X, Y>(
@@ -50,7 +77,7 @@ where
 /// so the stream is waited for, and refused in a graph capture).
 pub fn region_forward<X, Y, D, S, F, R>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, names): (Boxes, RuleNames),
     dst: D,
     src: S,
     mut primal: F,
@@ -82,14 +109,26 @@ where
             }
         }
     }
+    checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED && !c.primal_same {
         primal(dst.primal_mut(), src.primal()).into_result()?;
+        check_primal(
+            on,
+            names,
+            Which::Primal,
+            (dst.primal(), src.primal()),
+            &c,
+            boxes.value,
+        )?;
     }
     for k in 0..D::WIDTH {
         let Some(dd) = dst.lane_mut(k) else { continue };
         match (src.lane(k), src.lane_as_primal(k)) {
             (Some(_), _) if c.lane_same[k] => {} // a self-copy: the identity
-            (Some(_), Some(ds)) => primal(dd, ds).into_result()?,
+            (Some(_), Some(ds)) => {
+                primal(dd, ds).into_result()?;
+                check_primal(on, names, Which::Lane(k), (&*dd, ds), &c, boxes.value)?;
+            }
             (Some(ds), None) if boxes.value => {
                 let v = sum_region(on, ds, c.src)?;
                 fill_region(on, dd, c.dst, v)?;
@@ -108,7 +147,7 @@ where
 /// when `restore` asks, runs the primal, and returns the tape for [`region_reverse`].
 pub fn region_augmented_primal<X, Y, D, S, F, R>(
     on: On<'_>,
-    boxes: Boxes,
+    (boxes, names): (Boxes, RuleNames),
     restore: bool,
     dst: D,
     src: S,
@@ -126,12 +165,21 @@ where
     let (mut dst, src) = (Dst::new(dst), Src::new(src));
     let c = check_call(on, boxes, &dst, Some(&src), restore)?;
     let run = D::PRIMAL_NEEDED && !c.primal_same;
+    checked::refuse_capture(on, home(&dst))?;
     let saved = match restore && run {
         true => Some(save_region(on, dst.primal(), c.dst)?),
         false => None,
     };
     if run {
         primal(dst.primal_mut(), src.primal()).into_result()?;
+        check_primal(
+            on,
+            names,
+            Which::Primal,
+            (dst.primal(), src.primal()),
+            &c,
+            boxes.value,
+        )?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, run, (Kind::Pair, restore)).with_saved(saved))
 }
@@ -170,7 +218,7 @@ where
 /// with the call's offsets, pitches and extents.
 pub(crate) fn ptr_region_forward<T, D, S, F, R>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, names): (RawRegion, RuleNames),
     (mut d, s): (Raw<T>, Raw<T>),
     dst: &D,
     src: &S,
@@ -184,8 +232,10 @@ where
     R: PrimalOutcome,
 {
     let c = check_call(on, shape.boxes(), &d, Some(&s), false)?;
+    checked::refuse_capture(on, None)?;
     if D::PRIMAL_NEEDED && !c.primal_same {
         primal(dst.primal(), src.primal()).into_result()?;
+        check_primal(on, names, Which::Primal, (&d.primal, &s.primal), &c, false)?;
     }
     for k in 0..D::WIDTH {
         let (Some(pd), Some(dd)) = (dst.lane(k), d.lane_mut(k)) else {
@@ -193,7 +243,12 @@ where
         };
         match src.lane(k) {
             Some(_) if c.lane_same[k] => {}
-            Some(ps) => primal(pd, ps).into_result()?,
+            Some(ps) => {
+                primal(pd, ps).into_result()?;
+                if let Some(ds) = s.lane(k) {
+                    check_primal(on, names, Which::Lane(k), (&*dd, ds), &c, false)?;
+                }
+            }
             None => zero_region(on, dd, c.dst)?,
         }
     }
@@ -205,7 +260,7 @@ where
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ptr_region_augmented_primal<T, D, S, F, R>(
     on: On<'_>,
-    shape: RawRegion,
+    (shape, names): (RawRegion, RuleNames),
     restore: bool,
     (d, s): (Raw<T>, Raw<T>),
     dst: &D,
@@ -221,12 +276,14 @@ where
 {
     let c = check_call(on, shape.boxes(), &d, Some(&s), restore)?;
     let run = D::PRIMAL_NEEDED && !c.primal_same;
+    checked::refuse_capture(on, None)?;
     let saved = match restore && run {
         true => Some(save_region(on, &d.primal, c.dst)?),
         false => None,
     };
     if run {
         primal(dst.primal(), src.primal()).into_result()?;
+        check_primal(on, names, Which::Primal, (&d.primal, &s.primal), &c, false)?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, run, (Kind::Pair, restore)).with_saved(saved))
 }

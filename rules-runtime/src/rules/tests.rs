@@ -5,7 +5,7 @@
 //! reverse accumulates into the shadows.
 
 use super::{
-    Boxes, copy_augmented_primal, copy_forward, copy_reverse, region_augmented_primal,
+    Boxes, RuleNames, copy_augmented_primal, copy_forward, copy_reverse, region_augmented_primal,
     region_forward, region_reverse,
 };
 use crate::activity::{Const, Duplicated, DuplicatedOnly};
@@ -33,7 +33,7 @@ fn forward_copies_tangents_the_primitive_cannot_take() {
     let [p, q, r] = &mut dy;
     let dst = Duplicated::batch(&mut y[..], [&mut p[..], &mut q[..], &mut r[..]]);
     let src = Duplicated::batch(&x, [&mut a[..], &mut b[..], &mut c[..]]);
-    copy_forward(On::Host, dst, src, copy(&calls)).unwrap();
+    copy_forward(On::Host, RuleNames::UNNAMED, dst, src, copy(&calls)).unwrap();
     assert_eq!(calls.get(), 1, "the primitive ran on the primals only");
     assert_eq!(y[..], x[..]);
     // Equal values (`==`: the runtime's copy adds into zeros, so a -0.0 arrives as +0.0).
@@ -47,6 +47,7 @@ fn forward_copies_tangents_the_primitive_cannot_take() {
     let dst = DuplicatedOnly::new(&mut y[..], &mut dy[..]);
     copy_forward(
         On::Host,
+        RuleNames::UNNAMED,
         dst,
         Duplicated::new(&x, &mut dx[..]),
         copy(&calls),
@@ -54,7 +55,7 @@ fn forward_copies_tangents_the_primitive_cannot_take() {
     .unwrap();
     assert_eq!((calls.get(), y, dy), (1, [9.0; 4], [2.0; 4]));
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
-    copy_forward(On::Host, dst, Const(&x), copy(&calls)).unwrap();
+    copy_forward(On::Host, RuleNames::UNNAMED, dst, Const(&x), copy(&calls)).unwrap();
     assert_eq!((calls.get(), dy), (2, [0.0; 4]));
 }
 
@@ -69,7 +70,7 @@ fn reverse_accumulates_into_shadows_of_another_type() {
         let [a, b] = &mut dx;
         let dst = Duplicated::batch(&mut y[..], [&mut p[..], &mut q[..]]);
         let src = Duplicated::batch(&x, [&mut a[..], &mut b[..]]);
-        copy_augmented_primal(On::Host, dst, src, copy(&calls)).unwrap()
+        copy_augmented_primal(On::Host, RuleNames::UNNAMED, dst, src, copy(&calls)).unwrap()
     };
     assert_eq!((calls.get(), y), (1, [1.0, 2.0, 3.0]));
     let [p, q] = &mut dy;
@@ -90,7 +91,7 @@ fn a_bad_lane_of_another_type_changes_nothing() {
     let [p, q] = &mut dy;
     let dst = Duplicated::batch(&mut y[..], [&mut p[..], &mut q[..]]);
     let src = Duplicated::batch(&x, [&mut d0[..], &mut d1[..]]);
-    let e = copy_forward(On::Host, dst, src, copy(&calls)).unwrap_err();
+    let e = copy_forward(On::Host, RuleNames::UNNAMED, dst, src, copy(&calls)).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
     assert_eq!(
         (calls.get(), y, dy),
@@ -114,7 +115,14 @@ fn region_rules_copy_and_accumulate_boxes_of_shadows_of_another_type() {
     let (mut y, mut dy) = ([0.0f32; 6], [9.0f32; 6]);
     let mut dx = [0.5f32, 0.25, 100.0, 2.0, -8.0, 100.0];
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
-    region_forward(On::Host, boxes, dst, Duplicated::new(&x, &mut dx[..]), rows).unwrap();
+    region_forward(
+        On::Host,
+        (boxes, RuleNames::UNNAMED),
+        dst,
+        Duplicated::new(&x, &mut dx[..]),
+        rows,
+    )
+    .unwrap();
     assert_eq!(y, [1.0, 2.0, 0.0, 3.0, 4.0, 0.0]);
     assert_eq!(
         dy,
@@ -123,7 +131,15 @@ fn region_rules_copy_and_accumulate_boxes_of_shadows_of_another_type() {
     );
 
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
-    let tape = region_augmented_primal(On::Host, boxes, false, dst, Const(&x), rows).unwrap();
+    let tape = region_augmented_primal(
+        On::Host,
+        (boxes, RuleNames::UNNAMED),
+        false,
+        dst,
+        Const(&x),
+        rows,
+    )
+    .unwrap();
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
     region_reverse(
         On::Host,
@@ -152,12 +168,27 @@ fn fill_from_a_value_buffer_with_a_shadow_of_another_type() {
     let (mut y, mut dy) = ([0.0f32; 5], [6.0f32; 5]);
     let mut dv = [-0.75f32];
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
-    region_forward(On::Host, boxes, dst, Duplicated::new(&v, &mut dv[..]), fill).unwrap();
+    region_forward(
+        On::Host,
+        (boxes, RuleNames::UNNAMED),
+        dst,
+        Duplicated::new(&v, &mut dv[..]),
+        fill,
+    )
+    .unwrap();
     assert_eq!(y, [0.0, 2.5, 2.5, 2.5, 0.0]);
     assert_eq!(dy, [6.0, -0.75, -0.75, -0.75, 6.0]);
 
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
-    let tape = region_augmented_primal(On::Host, boxes, false, dst, Const(&v), fill).unwrap();
+    let tape = region_augmented_primal(
+        On::Host,
+        (boxes, RuleNames::UNNAMED),
+        false,
+        dst,
+        Const(&v),
+        fill,
+    )
+    .unwrap();
     let mut dy = [100.0f32, 1.0, 2.0, 4.0, 100.0];
     let dst = Duplicated::new(&mut y[..], &mut dy[..]);
     region_reverse(

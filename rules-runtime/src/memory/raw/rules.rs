@@ -12,7 +12,7 @@ use crate::element::Differentiable;
 use crate::error::Result;
 use crate::ops::On;
 use crate::rules::{
-    CopyTape, FillGradient, InImpl, PrimalOutcome, PtrCopy, Ran, RawRegion, RegionTape,
+    CopyTape, FillGradient, InImpl, PrimalOutcome, PtrCopy, Ran, RawRegion, RegionTape, RuleNames,
     ptr_copy_augmented_primal, ptr_copy_forward, ptr_copy_reverse, ptr_fill_augmented_primal,
     ptr_fill_forward, ptr_fill_reverse, ptr_memset_augmented_primal, ptr_memset_forward,
     ptr_memset_reverse, ptr_region_augmented_primal, ptr_region_forward, ptr_region_reverse,
@@ -43,6 +43,11 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward rule; see [`CopyRule::forward`](crate::CopyRule::forward).
     ///
@@ -57,8 +62,9 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
         let views = unsafe { lanes::copy_views(&shape, &dst, &src)? };
         // SAFETY (the closure): called on the primals or on one lane's shadows, each valid by the
         // caller's contract, as the primitive's contract asks.
+        let names = self.__names();
         let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        ptr_copy_forward(on, shape, views, &dst, &src, primal)
+        ptr_copy_forward(on, (shape, names), views, &dst, &src, primal)
     }
 
     /// Augmented primal; see [`CopyRule::augmented_primal`](crate::CopyRule::augmented_primal).
@@ -77,8 +83,9 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
         // SAFETY: as in `forward`.
         let views = unsafe { lanes::copy_views(&shape, &dst, &src)? };
         // SAFETY (the closure): as in `forward`.
+        let names = self.__names();
         let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        ptr_copy_augmented_primal(on, shape, views, &dst, &src, primal)
+        ptr_copy_augmented_primal(on, (shape, names), views, &dst, &src, primal)
     }
 
     /// Reverse rule; see [`CopyRule::reverse`](crate::CopyRule::reverse).
@@ -120,6 +127,11 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward rule; see [`RegionRule::forward`](crate::RegionRule::forward).
     ///
@@ -138,8 +150,9 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
             )
         };
         // SAFETY (the closure): as in `RawCopyRule::forward`.
+        let names = self.__names();
         let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        ptr_region_forward(on, shape, views, &dst, &src, primal)
+        ptr_region_forward(on, (shape, names), views, &dst, &src, primal)
     }
 
     /// Augmented primal; see [`RegionRule::augmented_primal`](crate::RegionRule::augmented_primal).
@@ -163,8 +176,9 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
             )
         };
         // SAFETY (the closure): as in `forward`.
+        let names = self.__names();
         let primal = |d: *mut T, s: *const T| Ran(unsafe { self.__primal(d, s) });
-        ptr_region_augmented_primal(on, shape, restore, views, &dst, &src, primal)
+        ptr_region_augmented_primal(on, (shape, names), restore, views, &dst, &src, primal)
     }
 
     /// Reverse rule; see [`RegionRule::reverse`](crate::RegionRule::reverse).
@@ -209,6 +223,11 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward rule; see [`MemsetRule::forward`](crate::MemsetRule::forward).
     ///
@@ -219,8 +238,9 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
         // SAFETY: the caller's contract covers every pointer for its box.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
         // SAFETY (the closure): as in `RawCopyRule::forward`.
+        let names = self.__names();
         let primal = |d: *mut T| Ran(unsafe { self.__primal(d) });
-        ptr_memset_forward(on, shape, views, &dst, primal)
+        ptr_memset_forward(on, (shape, names), views, &dst, primal)
     }
 
     /// Augmented primal; see [`MemsetRule::augmented_primal`](crate::MemsetRule::augmented_primal).
@@ -232,8 +252,9 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
         // SAFETY: as in `forward`.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
         // SAFETY (the closure): as in `forward`.
+        let names = self.__names();
         let primal = |d: *mut T| Ran(unsafe { self.__primal(d) });
-        ptr_memset_augmented_primal(on, shape, restore, views, &dst, primal)
+        ptr_memset_augmented_primal(on, (shape, names), restore, views, &dst, primal)
     }
 
     /// Reverse rule; see [`MemsetRule::reverse`](crate::MemsetRule::reverse).
@@ -265,6 +286,11 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward rule; see [`FillRule::forward`](crate::FillRule::forward).
     ///
@@ -278,8 +304,9 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
         // SAFETY: the caller's contract covers every pointer for its box.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
         // SAFETY (the closure): as in `RawCopyRule::forward`.
+        let names = self.__names();
         let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
-        ptr_fill_forward(on, shape, views, &dst, value, primal)
+        ptr_fill_forward(on, (shape, names), views, &dst, value, primal)
     }
 
     /// Augmented primal; see [`FillRule::augmented_primal`](crate::FillRule::augmented_primal).
@@ -295,8 +322,9 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
         // SAFETY: as in `forward`.
         let views = unsafe { lanes::dst_views(&shape, &dst)? };
         // SAFETY (the closure): as in `forward`.
+        let names = self.__names();
         let primal = |d: *mut T, v: T| Ran(unsafe { self.__primal(d, v) });
-        ptr_fill_augmented_primal(on, (shape, restore), views, &dst, value, primal)
+        ptr_fill_augmented_primal(on, (shape, restore, names), views, &dst, value, primal)
     }
 
     /// Reverse rule; see [`FillRule::reverse`](crate::FillRule::reverse).
@@ -328,7 +356,11 @@ impl<P, F> InImpl<P, F> {
     /// from the call's own arguments.
     #[doc(hidden)]
     pub unsafe fn new(plan: P, primal: F) -> Self {
-        InImpl { plan, primal }
+        InImpl {
+            plan,
+            primal,
+            names: RuleNames::UNNAMED,
+        }
     }
 }
 
@@ -346,6 +378,9 @@ where
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
         (self.primal)(dst, src).into_result()
     }
+    fn __names(&self) -> RuleNames {
+        self.names
+    }
 }
 
 // SAFETY: as above.
@@ -360,6 +395,9 @@ where
     }
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
         (self.primal)(dst, src).into_result()
+    }
+    fn __names(&self) -> RuleNames {
+        self.names
     }
 }
 
@@ -376,6 +414,9 @@ where
     unsafe fn __primal(&mut self, dst: *mut T) -> Result<()> {
         (self.primal)(dst).into_result()
     }
+    fn __names(&self) -> RuleNames {
+        self.names
+    }
 }
 
 // SAFETY: as above.
@@ -390,5 +431,8 @@ where
     }
     unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()> {
         (self.primal)(dst, value).into_result()
+    }
+    fn __names(&self) -> RuleNames {
+        self.names
     }
 }

@@ -10,6 +10,7 @@ use crate::memory::raw::RawShadow;
 use crate::memory::raw::lanes::CopyViews;
 use crate::memory::{MemoryKind, Overlap, ShadowRead};
 use crate::ops::{On, Source, refuse_call_in_capture};
+use crate::rules::checked::{self, RuleNames, Which};
 
 /// The memory kinds and extent of a pointer rule, as the attribute and the call give them.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +28,9 @@ pub struct PtrCopy {
 }
 
 struct PtrPlan<T> {
+    /// The primals' views, for the checked mode's compare.
+    dst: RawShadow<T>,
+    src: RawShadow<T>,
     /// Per lane: the destination shadow, and the source shadow if `src` is active.
     lanes: Vec<(RawShadow<T>, Option<RawShadow<T>>)>,
     /// Whether the primal copy is an exact self-copy (the identity): it is then not called, so a
@@ -65,6 +69,8 @@ impl PtrCopy {
             .filter_map(|(dd, ds)| dd.map(|dd| (dd, ds)))
             .collect();
         Ok(PtrPlan {
+            dst,
+            src,
             lanes,
             primal_is_identity,
             call,
@@ -88,7 +94,7 @@ impl PtrCopy {
 /// copy with the call's offsets and length.
 pub(crate) fn ptr_copy_forward<T, D, S, F, R>(
     on: On<'_>,
-    shape: PtrCopy,
+    (shape, names): (PtrCopy, RuleNames),
     views: CopyViews<T>,
     dst: &D,
     src: &S,
@@ -107,18 +113,21 @@ where
         plan.lanes.iter().map(|(dd, ds)| (Some(dd), ds.as_ref())),
         false,
     )?;
+    checked::refuse_capture(on, None)?;
     if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
+        checked::copied_whole(on, names, Which::Primal, &plan.dst, &plan.src)?;
     }
     for (k, ((mut dd, ds), zero)) in plan.lanes.into_iter().zip(zeros).enumerate() {
         match (zero, ds) {
             (Some(z), _) => z.run::<_, RawShadow<T>>(&mut dd, Source::None)?,
             (None, Some(ds)) if ds.region() == dd.region() => {}
-            (None, Some(_)) => {
+            (None, Some(ds)) => {
                 let (Some(d), Some(s)) = (dst.lane(k), src.lane(k)) else {
                     continue;
                 };
                 primal(d, s).into_result()?;
+                checked::copied_whole(on, names, Which::Lane(k), &dd, &ds)?;
             }
             (None, None) => {}
         }
@@ -130,7 +139,7 @@ where
 /// [`copy_augmented_primal`](super::copy_augmented_primal), on the call's views.
 pub(crate) fn ptr_copy_augmented_primal<T, D, S, F, R>(
     on: On<'_>,
-    shape: PtrCopy,
+    (shape, names): (PtrCopy, RuleNames),
     views: CopyViews<T>,
     dst: &D,
     src: &S,
@@ -144,8 +153,10 @@ where
     R: PrimalOutcome,
 {
     let plan = shape.plan(on, views)?;
+    checked::refuse_capture(on, None)?;
     if D::PRIMAL_NEEDED && !plan.primal_is_identity {
         primal(dst.primal(), src.primal()).into_result()?;
+        checked::copied_whole(on, names, Which::Primal, &plan.dst, &plan.src)?;
     }
     Ok(shape.tape(D::WIDTH, D::PRIMAL_NEEDED, &plan.call))
 }

@@ -8,6 +8,7 @@ use crate::device::probe;
 use crate::error::{Result, check_len, check_len_with};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::ops::{self, On, Op, Source, refuse_call_in_capture};
+use crate::rules::checked::{self, RuleNames, Which};
 
 /// Checks a slice rule's arguments: primal lengths agree, every shadow has its primal's length,
 /// and the buffers overlap only as [`Call::check`] allows. Returns `n` and the call.
@@ -57,13 +58,31 @@ where
     Ok((n, call))
 }
 
+/// The stream a call without one named is ordered on: a primal's own.
+fn home<'a, X, Y, D, S>(dst: &'a D, src: &'a S) -> Option<&'a cudarc::driver::CudaStream>
+where
+    X: ShadowMemory + ?Sized + 'a,
+    Y: ShadowRead<Elem = X::Elem> + ?Sized + 'a,
+    D: DstArg<X>,
+    S: SrcArg<Y>,
+{
+    let home = dst.primal().home_stream().or(src.primal().home_stream());
+    home.map(|s| &**s)
+}
+
 /// Forward (tangent) rule of a slice copy `dst ← src`: runs the primal (unless `dst` is
 /// `DuplicatedOnly`), then for each lane `k`: `d_dst[k] ← d_src[k]` through the primal copy itself
 /// (same direction, same stream), or `d_dst[k] ← 0` when `src` is `Const`. A source shadow the
 /// primitive cannot take (of another type than the primal, as `&mut CudaViewMut` for a
 /// `&CudaView` source) is copied by the runtime instead: `d_dst[k] ← 0`, then
 /// `d_dst[k] += d_src[k]` (equal values; a `-0.0` arrives as `+0.0`).
-pub fn copy_forward<X, Y, D, S, F, R>(on: On<'_>, mut dst: D, src: S, mut primal: F) -> Result<()>
+pub fn copy_forward<X, Y, D, S, F, R>(
+    on: On<'_>,
+    names: RuleNames,
+    mut dst: D,
+    src: S,
+    mut primal: F,
+) -> Result<()>
 where
     X: ShadowMemory + ?Sized,
     Y: ShadowRead<Elem = X::Elem> + ?Sized,
@@ -97,8 +116,10 @@ where
             })
             .collect::<Result<Vec<_>>>()?;
     }
+    checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
+        checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
     }
     for (k, plan) in plans.into_iter().enumerate() {
         let Some(dd) = dst.lane_mut(k) else { continue };
@@ -109,7 +130,10 @@ where
                 src.lane_as_primal(k),
                 copies.get_mut(k).and_then(Option::take),
             ) {
-                (Some(ds), _) => primal(dd, ds).into_result()?,
+                (Some(ds), _) => {
+                    primal(dd, ds).into_result()?;
+                    checked::copied_whole(on, names, Which::Lane(k), &*dd, ds)?;
+                }
                 (None, Some((zero, add))) => {
                     zero.run::<X, X>(dd, Source::None)?;
                     add.run(dd, Source::Read(ds))?;
@@ -126,6 +150,7 @@ where
 /// and returns the tape for [`copy_reverse`].
 pub fn copy_augmented_primal<X, Y, D, S, F, R>(
     on: On<'_>,
+    names: RuleNames,
     mut dst: D,
     src: S,
     mut primal: F,
@@ -141,8 +166,10 @@ where
 {
     let (n, call) = check_slices(on, &dst, &src)?;
     let _p = probe::span("augmented primal: primal");
+    checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
         primal(dst.primal_mut(), src.primal()).into_result()?;
+        checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
     }
     Ok(CopyTape {
         n,

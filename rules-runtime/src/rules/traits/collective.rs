@@ -24,6 +24,11 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     /// The primitive, called on the primal buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X, x: &Y) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> crate::rules::RuleNames {
+        crate::rules::RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>, S: SrcArg<Y>>(&mut self, y: D, x: S) -> Result<()>
@@ -73,6 +78,11 @@ pub trait SendRule<'s, Y: CollectiveSrc + ?Sized> {
     /// The primitive, called on the primal buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, x: &Y) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> crate::rules::RuleNames {
+        crate::rules::RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<S: SrcArg<Y>>(&mut self, x: S) -> Result<()>
@@ -111,6 +121,11 @@ pub trait RecvRule<'s, X: CollectiveDst + ?Sized> {
     /// The primitive, called on the primal buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> crate::rules::RuleNames {
+        crate::rules::RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>>(&mut self, y: D) -> Result<()> {

@@ -5,11 +5,11 @@ use crate::activity::{DstArg, SameWidth, SrcArg};
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
-use crate::rules::Ran;
 use crate::rules::{
     Boxes, CopyTape, RegionTape, copy_augmented_primal, copy_forward, copy_reverse,
     region_augmented_primal, region_forward, region_reverse,
 };
+use crate::rules::{Ran, RuleNames};
 
 /// The rules of a `copy` of a whole buffer, `dst: &mut X ← src: &Y`, as `#[derivative_rule(copy)]`
 /// generates them (`name_rule`, holding the primitive's other arguments).
@@ -30,6 +30,11 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> +
     /// The primitive, called on one lane's buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule: runs the copy (not when `dst` is `DuplicatedOnly`), then for each
     /// lane `k`: `d_dst[k] ← d_src[k]` through the primitive itself (by the runtime when the
@@ -40,7 +45,7 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> +
         D::Width: SameWidth<S::Width>,
         S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
-        copy_forward(self.__on(), dst, src, |d: &mut X, s: &Y| {
+        copy_forward(self.__on(), self.__names(), dst, src, |d: &mut X, s: &Y| {
             Ran(self.__primal(d, s))
         })
     }
@@ -53,7 +58,9 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> +
         S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let on = self.__on();
-        copy_augmented_primal(on, dst, src, |d: &mut X, s: &Y| Ran(self.__primal(d, s)))
+        copy_augmented_primal(on, self.__names(), dst, src, |d: &mut X, s: &Y| {
+            Ran(self.__primal(d, s))
+        })
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments: for
@@ -81,6 +88,11 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem>
     /// The primitive, called on one lane's buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>, S: SrcArg<Y>>(&mut self, dst: D, src: S) -> Result<()>
@@ -89,7 +101,7 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem>
         S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let (on, boxes, _) = self.__plan();
-        region_forward(on, boxes, dst, src, |d: &mut X, s: &Y| {
+        region_forward(on, (boxes, self.__names()), dst, src, |d: &mut X, s: &Y| {
             Ran(self.__primal(d, s))
         })
     }
@@ -106,8 +118,9 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem>
         S::Shadow: ShadowMemory<Elem = X::Elem>,
     {
         let (on, boxes, restore) = self.__plan();
+        let names = self.__names();
         let primal = |d: &mut X, s: &Y| Ran(self.__primal(d, s));
-        region_augmented_primal(on, boxes, restore, dst, src, primal)
+        region_augmented_primal(on, (boxes, names), restore, dst, src, primal)
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.

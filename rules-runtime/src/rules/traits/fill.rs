@@ -5,11 +5,11 @@ use crate::activity::{Activity, DstArg, ForwardValue, ReverseValue, SameWidth};
 use crate::error::Result;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::ops::On;
-use crate::rules::Ran;
 use crate::rules::{
     Boxes, RegionTape, fill_augmented_primal, fill_forward, fill_reverse, memset_augmented_primal,
     memset_forward, memset_reverse,
 };
+use crate::rules::{Ran, RuleNames};
 
 /// The derivative a fill's reverse rule returns: one per lane of the destination (`[T; N]`), or
 /// `()` for a `Const` value.
@@ -26,17 +26,27 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
     /// The primitive, called on one lane's buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>>(&mut self, dst: D) -> Result<()> {
         let (on, boxes, _) = self.__plan();
-        memset_forward(on, boxes, dst, |d: &mut X| Ran(self.__primal(d)))
+        memset_forward(on, (boxes, self.__names()), dst, |d: &mut X| {
+            Ran(self.__primal(d))
+        })
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
     fn augmented_primal<D: DstArg<X>>(&mut self, dst: D) -> Result<RegionTape<X::Elem>> {
         let (on, boxes, restore) = self.__plan();
-        memset_augmented_primal(on, boxes, restore, dst, |d: &mut X| Ran(self.__primal(d)))
+        let names = self.__names();
+        memset_augmented_primal(on, (boxes, names), restore, dst, |d: &mut X| {
+            Ran(self.__primal(d))
+        })
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments.
@@ -58,6 +68,11 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
     /// The primitive, called on one lane's buffer and value with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()>;
+    /// The primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    fn __names(&self) -> RuleNames {
+        RuleNames::UNNAMED
+    }
 
     /// Forward (tangent) rule.
     fn forward<D: DstArg<X>, V: ForwardValue<X::Elem>>(&mut self, dst: D, value: V) -> Result<()>
@@ -65,8 +80,9 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
         D::Width: SameWidth<V::Width>,
     {
         let (on, boxes, _) = self.__plan();
+        let names = self.__names();
         let primal = |d: &mut X, v: X::Elem| Ran(self.__primal(d, v));
-        fill_forward(on, boxes, dst, value, primal)
+        fill_forward(on, (boxes, names), dst, value, primal)
     }
 
     /// Augmented primal: returns the tape for [`Self::reverse`].
@@ -76,8 +92,9 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
         value: V,
     ) -> Result<RegionTape<<X as ShadowRead>::Elem>> {
         let (on, boxes, restore) = self.__plan();
+        let names = self.__names();
         let primal = |d: &mut X, v: X::Elem| Ran(self.__primal(d, v));
-        fill_augmented_primal(on, boxes, restore, dst, value, primal)
+        fill_augmented_primal(on, (boxes, names), restore, dst, value, primal)
     }
 
     /// Reverse rule, given the tape of [`Self::augmented_primal`] and the same arguments: the

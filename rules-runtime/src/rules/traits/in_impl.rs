@@ -17,6 +17,16 @@ use crate::rules::{Boxes, PrimalOutcome};
 pub struct InImpl<P, F> {
     pub(crate) plan: P,
     pub(crate) primal: F,
+    pub(crate) names: crate::rules::RuleNames,
+}
+
+impl<P, F> InImpl<P, F> {
+    /// The rule with the primitive's and its parameters' names, for the checked mode's errors.
+    #[doc(hidden)]
+    pub fn __named(mut self, names: crate::rules::RuleNames) -> Self {
+        self.names = names;
+        self
+    }
 }
 
 /// Names a lifetime in an opaque return type (`impl Trait + Captures<'a>`), so that it may
@@ -37,6 +47,9 @@ where
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()> {
         (self.primal)(dst, src).into_result()
     }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
+    }
 }
 
 impl<'s, X, Y, F, R> RegionRule<'s, X, Y> for InImpl<(On<'s>, Boxes, bool), F>
@@ -52,6 +65,9 @@ where
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()> {
         (self.primal)(dst, src).into_result()
     }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
+    }
 }
 
 impl<'s, X, F, R> MemsetRule<'s, X> for InImpl<(On<'s>, Boxes, bool), F>
@@ -66,6 +82,9 @@ where
     fn __primal(&mut self, dst: &mut X) -> Result<()> {
         (self.primal)(dst).into_result()
     }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
+    }
 }
 
 impl<'s, X, F, R> FillRule<'s, X> for InImpl<(On<'s>, Boxes, bool), F>
@@ -79,6 +98,9 @@ where
     }
     fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()> {
         (self.primal)(dst, value).into_result()
+    }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
     }
 }
 
@@ -95,6 +117,9 @@ where
     fn __primal(&mut self, y: &mut X, x: &Y) -> Result<()> {
         (self.primal)(y, x).into_result()
     }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
+    }
 }
 
 impl<'s, Y, F, R> SendRule<'s, Y> for InImpl<Collective<'s>, F>
@@ -109,6 +134,9 @@ where
     fn __primal(&mut self, x: &Y) -> Result<()> {
         (self.primal)(x).into_result()
     }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
+    }
 }
 
 impl<'s, X, F, R> RecvRule<'s, X> for InImpl<Collective<'s>, F>
@@ -122,5 +150,8 @@ where
     }
     fn __primal(&mut self, y: &mut X) -> Result<()> {
         (self.primal)(y).into_result()
+    }
+    fn __names(&self) -> crate::rules::RuleNames {
+        self.names
     }
 }
