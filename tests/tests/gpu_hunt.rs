@@ -323,3 +323,36 @@ fn g7_raw_device_pointers_in_checked_mode() {
     eprintln!("GPUHUNT G7b half forward: {r:?}");
     assert_eq!(matches!(r, Err(Error::PrimalDisagrees(_))), checked());
 }
+
+// ---- G8: the stream marked `#[stream]` is not the one the copy runs on ----------------------
+
+/// G8: the copy runs on `b`; the rule orders its shadow work (and checked mode its compare) on
+/// the marked `a`. Accepted (the user's mark); the checked compare on `a` may read `dst` before
+/// `b`'s copy lands.
+#[derivative_rule(copy)]
+pub fn g8_marked_other(
+    #[stream] a: &Arc<CudaStream>,
+    b: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaSlice<f32>,
+    #[src] src: &CudaSlice<f32>,
+) -> Result<(), DriverError> {
+    b.memcpy_dtod(src, dst)
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn g8_a_copy_on_another_stream_than_the_marked_one() {
+    let a = gpu();
+    let b = a.context().new_stream().unwrap();
+    let r = check_copy(&mut g8_marked_other_rule(&a, &b), Shapes::len(4099));
+    show("G8 one-call", &r);
+    // A large copy on b, then (checked mode) the compare on a: reported as a disagreement when
+    // the compare wins the race; unchecked, the forward returns at once.
+    let n = 1 << 26;
+    let x = a.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut y = a.alloc_zeros::<f32>(n).unwrap();
+    let mut dy = a.alloc_zeros::<f32>(n).unwrap();
+    a.synchronize().unwrap();
+    let r = g8_marked_other_rule(&a, &b).forward(Duplicated::new(&mut y, &mut dy), Const(&x));
+    eprintln!("GPUHUNT G8 forward n = 2^26: {:?}", r.as_ref().map_err(|e| e.to_string()));
+}
