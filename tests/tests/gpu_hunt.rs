@@ -331,7 +331,7 @@ fn g7_raw_device_pointers_in_checked_mode() {
 /// `b`'s copy lands.
 #[derivative_rule(copy)]
 pub fn g8_marked_other(
-    #[stream] a: &Arc<CudaStream>,
+    #[stream] _a: &Arc<CudaStream>,
     b: &Arc<CudaStream>,
     #[dst] dst: &mut CudaSlice<f32>,
     #[src] src: &CudaSlice<f32>,
