@@ -400,8 +400,10 @@ const RANGES: &[&str] = &[
 ];
 /// Types that cannot choose or change what a copy writes, by their look: labels and the
 /// context a stream belongs to.
-const INERT: &[&str] = &["str", "String", "CudaContext"];
+const INERT: &[&str] = &["str", "String", "CudaContext", "PhantomData"];
 
+/// [`ParamClass::Scalar`]'s words for an integer (or a container of them).
+pub const INTEGER: &str = "an integer";
 /// [`ParamClass::Scalar`]'s words for a value of an element type (or a buffer of them).
 pub const ELEMENT_VALUE: &str = "a value of an element type";
 
@@ -426,11 +428,11 @@ pub fn classify(ty: &Type) -> ParamClass {
     if is_stream_type(ty) {
         return ParamClass::Stream;
     }
-    if let Some(what) = scalar_in(ty) {
-        return ParamClass::Scalar(what);
-    }
     if is_inert_type(ty) {
         return ParamClass::Inert;
+    }
+    if let Some(what) = scalar_in(ty) {
+        return ParamClass::Scalar(what);
     }
     ParamClass::Unknown
 }
@@ -450,7 +452,7 @@ fn scalar_in(ty: &Type) -> Option<&'static str> {
             let seg = p.path.segments.last()?;
             let name = seg.ident.to_string();
             if INTEGERS.contains(&name.as_str()) {
-                return Some("an integer");
+                return Some(INTEGER);
             }
             if name == "bool" || name == "AtomicBool" {
                 return Some("a flag");
@@ -473,8 +475,8 @@ fn scalar_in(ty: &Type) -> Option<&'static str> {
     }
 }
 
-/// Whether `ty` is a label or a context by its look: `&str`, `String`, `CudaContext`, an `Arc`
-/// of one, `()`, or a reference to any of them.
+/// Whether `ty` is a label, a context or a marker by its look: `&str`, `String`, `CudaContext`,
+/// `PhantomData<..>`, an `Arc` of one, `()`, or a reference to any of them.
 fn is_inert_type(ty: &Type) -> bool {
     match ty {
         Type::Reference(r) => is_inert_type(&r.elem),

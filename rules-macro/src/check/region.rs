@@ -12,7 +12,8 @@ use crate::model::{COPY3D, FILL, Kind, Role};
 use crate::parse::Rule;
 use crate::plan::{Access, Buffer, Order, Plan, Region};
 use crate::types::{
-    DIFFERENTIABLE, NOT_DIFFERENTIABLE, ParamClass, classify, elem_name, element_of, show,
+    DIFFERENTIABLE, ELEMENT_VALUE, INTEGER, NOT_DIFFERENTIABLE, ParamClass, classify, elem_name,
+    element_of, show,
 };
 use syn::Type;
 
@@ -290,15 +291,44 @@ fn check_memset_pattern(cx: &Ctxt, rule: &Rule, marked: &[usize]) {
     }
     for &i in marked {
         let p = &rule.params[i];
-        if matches!(classify(&p.ty), ParamClass::Scalar(w) if w != "an integer") {
-            cx.error_spanned_by(
+        match classify(&p.ty) {
+            ParamClass::Scalar(INTEGER) if is_plain_integer(&p.ty) => {}
+            ParamClass::Scalar(INTEGER) | ParamClass::Scalar(ELEMENT_VALUE) => {
+                cx.error_spanned_by(
+                    &p.ty,
+                    format!(
+                        "a memset's value is a bit pattern (`u8`, `u16`, `u32`: `cuMemsetD8/D16/D32`), not `{}`: to write a value of the element type, whose derivative the rule returns, make the rule `#[derivative_rule({FILL})]`",
+                        show(&p.ty)
+                    ),
+                );
+            }
+            // An alias, a generic, a type of the user's: it may be a value of the element type
+            // (`type Real = f32`, the rule's `T`), whose derivative a memset's rule would drop
+            // without a word. Only an integer type written as such is a bit pattern.
+            _ => cx.error_spanned_by(
                 &p.ty,
                 format!(
-                    "a memset's value is a bit pattern (`u8`, `u16`, `u32`: `cuMemsetD8/D16/D32`), not `{}`: to write a value of the element type, whose derivative the rule returns, make the rule `#[derivative_rule({FILL})]`",
+                    "a memset's bit pattern is written as an integer type (`u8`, `u16`, `u32`), so that a value of the element type cannot pass for one: `{}` may be such a value (an alias of `f32`, the element type `T`), whose derivative a memset's rule would drop. Write the integer type, or, to write a value of the element type, make the rule `#[derivative_rule({FILL})]`",
                     show(&p.ty)
                 ),
-            );
+            ),
         }
+    }
+}
+
+/// Whether `ty` is an integer type by its name alone (`u32`, `core::primitive::u32`), with no
+/// container around it.
+fn is_plain_integer(ty: &Type) -> bool {
+    match ty {
+        Type::Paren(p) => is_plain_integer(&p.elem),
+        Type::Group(g) => is_plain_integer(&g.elem),
+        Type::Path(p) => {
+            p.qself.is_none()
+                && p.path.segments.last().is_some_and(|s| {
+                    s.arguments.is_empty() && classify(ty) == ParamClass::Scalar(INTEGER)
+                })
+        }
+        _ => false,
     }
 }
 

@@ -49,6 +49,18 @@ where
     B: ShadowRead<Elem = A::Elem> + ?Sized,
 {
     r.check::<A::Elem>("the checked box", dst.len())?;
+    // The boxes come from the buffers as they are after the call: a primitive that resized its
+    // destination (a `Vec` it grew) has changed the shape the rule planned for.
+    if let Expect::Copy(b, rb) | Expect::ValueIn(b, rb) = &expect {
+        rb.check::<A::Elem>("the checked source box", b.len())?;
+        if matches!(expect, Expect::Copy(..)) && rb.elements() != r.elements() {
+            return Err(Error::LengthMismatch {
+                what: "the destination after the primitive ran (it changed the destination's length: a primitive that resizes its buffers is not a copy)".into(),
+                expected: rb.elements(),
+                found: r.elements(),
+            });
+        }
+    }
     if r.elements() == 0 {
         return Ok(None);
     }

@@ -89,7 +89,7 @@ where
     let c = check_dst(on, boxes, &dst, false)?;
     checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| primal(d).into_result())?;
         checked::repeated(on, names, Which::Primal, dst.primal(), c.dst)?;
     }
     forward_lanes(on, &c, &mut dst, |_| None)
@@ -114,7 +114,7 @@ where
     checked::refuse_capture(on, home(&dst))?;
     let saved = save_if(on, restore && D::PRIMAL_NEEDED, dst.primal(), &c)?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| primal(d).into_result())?;
         checked::repeated(on, names, Which::Primal, dst.primal(), c.dst)?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Memset, restore)).with_saved(saved))
@@ -162,7 +162,9 @@ where
     let c = check_dst(on, boxes, &dst, false)?;
     checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut(), value.value()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, value.value()).into_result()
+        })?;
         checked::filled(on, names, Which::Primal, dst.primal(), c.dst, value.value())?;
     }
     forward_lanes(on, &c, &mut dst, |k| value.tangent(k))
@@ -189,7 +191,9 @@ where
     checked::refuse_capture(on, home(&dst))?;
     let saved = save_if(on, restore && D::PRIMAL_NEEDED, dst.primal(), &c)?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut(), value.value()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, value.value()).into_result()
+        })?;
         checked::filled(on, names, Which::Primal, dst.primal(), c.dst, value.value())?;
     }
     Ok(RegionTape::new(&c, D::WIDTH, D::PRIMAL_NEEDED, (Kind::Fill, restore)).with_saved(saved))

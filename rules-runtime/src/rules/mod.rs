@@ -36,6 +36,27 @@ pub(crate) fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
     })
 }
 
+/// Runs a call of the primitive on a destination it may write, then checks that the call left
+/// the destination where it was and as long as it was: a body that reallocates or resizes its
+/// `Vec` (`*dst = src.clone()`, `dst.extend(..)`) would leave the rule's lengths, boxes and tape
+/// describing memory that is no longer the destination, and its derivative wrong. A failure of
+/// the primitive itself, so `Error::Primal`.
+pub(crate) fn in_place<X: crate::memory::ShadowRead + ?Sized>(
+    name: &str,
+    d: &mut X,
+    call: impl FnOnce(&mut X) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
+    let (before, len) = (d.region(), d.len());
+    call(d)?;
+    if d.region() != before {
+        return Err(crate::error::Error::primal(format!(
+            "the primitive moved or resized its destination `{name}` (from {len} to {} elements, or to another address): a rule's buffers keep their place and length through the call; write into the existing elements (`dst.copy_from_slice(src)`), not a new buffer",
+            d.len()
+        )));
+    }
+    Ok(())
+}
+
 pub use crate::memory::raw::rules::{RawCopyRule, RawFillRule, RawMemsetRule, RawRegionRule};
 pub use crate::memory::raw::unsafe_args::UnsafeArgs;
 pub use checked::RuleNames;

@@ -111,7 +111,9 @@ where
     }
     checked::refuse_capture(on, home(&dst))?;
     if D::PRIMAL_NEEDED && !c.primal_same {
-        primal(dst.primal_mut(), src.primal()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, src.primal()).into_result()
+        })?;
         check_primal(
             on,
             names,
@@ -126,7 +128,7 @@ where
         match (src.lane(k), src.lane_as_primal(k)) {
             (Some(_), _) if c.lane_same[k] => {} // a self-copy: the identity
             (Some(_), Some(ds)) => {
-                primal(dd, ds).into_result()?;
+                super::in_place(names.dst, dd, |d| primal(d, ds).into_result())?;
                 check_primal(on, names, Which::Lane(k), (&*dd, ds), &c, boxes.value)?;
             }
             (Some(ds), None) if boxes.value => {
@@ -171,7 +173,9 @@ where
         false => None,
     };
     if run {
-        primal(dst.primal_mut(), src.primal()).into_result()?;
+        super::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, src.primal()).into_result()
+        })?;
         check_primal(
             on,
             names,

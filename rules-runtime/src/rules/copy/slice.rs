@@ -118,7 +118,9 @@ where
     }
     checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut(), src.primal()).into_result()?;
+        crate::rules::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, src.primal()).into_result()
+        })?;
         checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
     }
     for (k, plan) in plans.into_iter().enumerate() {
@@ -131,7 +133,7 @@ where
                 copies.get_mut(k).and_then(Option::take),
             ) {
                 (Some(ds), _) => {
-                    primal(dd, ds).into_result()?;
+                    crate::rules::in_place(names.dst, dd, |d| primal(d, ds).into_result())?;
                     checked::copied_whole(on, names, Which::Lane(k), &*dd, ds)?;
                 }
                 (None, Some((zero, add))) => {
@@ -168,7 +170,9 @@ where
     let _p = probe::span("augmented primal: primal");
     checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
-        primal(dst.primal_mut(), src.primal()).into_result()?;
+        crate::rules::in_place(names.dst, dst.primal_mut(), |d| {
+            primal(d, src.primal()).into_result()
+        })?;
         checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
     }
     Ok(CopyTape {

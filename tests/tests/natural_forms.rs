@@ -46,7 +46,10 @@ fn checked() -> bool {
 fn caught(r: &Result<Report, CheckError>, check: Check) -> bool {
     match r {
         Err(e) if e.failed(check) => true,
-        Err(CheckError::Run { error: Error::PrimalDisagrees(_), .. }) => checked(),
+        Err(CheckError::Run {
+            error: Error::PrimalDisagrees(_),
+            ..
+        }) => checked(),
         _ => false,
     }
 }
@@ -183,8 +186,10 @@ fn p06_fill_from_a_longer_value_buffer() {
     show("P06 fill buf len 2", &r);
     let v = vec![0.5f32, 0.25];
     let (mut y, mut dy, mut dv) = (vec![0.0f32; 3], vec![0.0f32; 3], vec![1.0f32, 2.0]);
-    let r = p06_fill_buf_second_rule()
-        .forward(Duplicated::new(&mut y[..], &mut dy[..]), Duplicated::new(&v[..], &mut dv[..]));
+    let r = p06_fill_buf_second_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Duplicated::new(&v[..], &mut dv[..]),
+    );
     direct("P06 value buffer of 2", &r);
     eprintln!("HUNT P06 y={y:?} dy={dy:?} (true dy = dv[1] = 2)");
     assert!(r.is_err(), "a 2-element value buffer must be refused");
@@ -205,10 +210,17 @@ fn p07_array_buffers() {
     let x = [1.0f32, 2.0, 3.0, 4.0];
     let (mut y, mut dy, mut dx) = ([0.0f32; 4], [1.0f32; 4], [0.5f32; 4]);
     let tape = p07_array_rule()
-        .augmented_primal(Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
         .unwrap();
     p07_array_rule()
-        .reverse(tape, Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))
+        .reverse(
+            tape,
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
         .unwrap();
     assert_eq!((y, dy, dx), (x, [0.0; 4], [1.5; 4]));
 }
@@ -343,7 +355,10 @@ fn p12_p15_memsets() {
     let r = p15_memset_iota_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]));
     direct("P15", &r);
     assert_eq!(is_disagree(&r), checked());
-    eprintln!("HUNT P13 one-call caught FD: {}", caught(&r13, Check::FiniteDifferences));
+    eprintln!(
+        "HUNT P13 one-call caught FD: {}",
+        caught(&r13, Check::FiniteDifferences)
+    );
     eprintln!("HUNT P15 one-call ok: {}", r15.is_ok());
     assert!(caught(&r13, Check::FiniteDifferences));
     assert_eq!(r15.is_ok(), !checked());
@@ -412,20 +427,35 @@ fn p16_p21_fills() {
     // Checked mode, direct: v*v at v = 0.5 and |v| at v = 0.5 / -0.5, and v = 0 skipped.
     let mut y = vec![0.0f64; 3];
     let mut dy = vec![0.0f64; 3];
-    let r = p16_fill_square_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(0.5, 1.0));
+    let r = p16_fill_square_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(0.5, 1.0),
+    );
     direct("P16 v=0.5", &r);
     assert_eq!(is_disagree(&r), checked());
-    let r = p18_fill_abs_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(0.5, 1.0));
+    let r = p18_fill_abs_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(0.5, 1.0),
+    );
     direct("P18 v=0.5", &r);
     assert!(r.is_ok());
-    let r = p18_fill_abs_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(-0.5, 1.0));
+    let r = p18_fill_abs_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(-0.5, 1.0),
+    );
     direct("P18 v=-0.5", &r);
     assert_eq!(is_disagree(&r), checked());
     let mut y = vec![3.0f64; 3];
-    let r = p21_fill_skip_zero_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(0.0, 1.0));
+    let r = p21_fill_skip_zero_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(0.0, 1.0),
+    );
     direct("P21 v=0 over 3.0", &r);
     assert_eq!(is_disagree(&r), checked());
-    let r = p19_fill_plus_one_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(0.0, 1.0));
+    let r = p19_fill_plus_one_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(0.0, 1.0),
+    );
     direct("P19 v=0", &r);
     assert_eq!(is_disagree(&r), checked());
 }
@@ -458,7 +488,10 @@ pub fn p24_min_len(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 
 /// P25: conjugates complex elements.
 #[derivative_rule(copy)]
-pub fn p25_conj(#[dst] dst: &mut [num_complex::Complex<f64>], #[src] src: &[num_complex::Complex<f64>]) {
+pub fn p25_conj(
+    #[dst] dst: &mut [num_complex::Complex<f64>],
+    #[src] src: &[num_complex::Complex<f64>],
+) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d = s.conj();
     }
@@ -492,7 +525,13 @@ fn p22_p25_copies() {
     assert!(r.is_ok());
     let r = check_copy(&mut p24_min_len_rule(), Shapes::lens(8, 5));
     show("P24 min len 8/5", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::LengthMismatch { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::LengthMismatch { .. },
+            ..
+        })
+    ));
     let r = check_copy(&mut p24_min_len_rule(), Shapes::len(8));
     show("P24 min len 8/8", &r);
     assert!(r.is_ok());
@@ -594,7 +633,13 @@ fn p26_p29_pitched() {
     // Rows of 2 elements, the user's pitch 4 meant as 4 elements (16 bytes): the rule reads 4 bytes.
     let r = check_region(&mut p26_pitch_elems_rule(4, 4, 2, 3), Shapes::len(12));
     show("P26 pitch in elements (4)", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::BadRegion { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::BadRegion { .. },
+            ..
+        })
+    ));
     // Pitch 16 meant as bytes by the caller but read as elements by the body.
     let r = check_region(&mut p26_pitch_elems_rule(16, 16, 2, 2), Shapes::len(20));
     show("P26 pitch 16 read as elements", &r);
@@ -606,16 +651,21 @@ fn p26_p29_pitched() {
     show("P28 whole pitch", &r);
     assert!(caught(&r, Check::Footprint));
     // 2 slices of 2 rows of 2, pitch 3 elements, slice height 3 rows (rule) vs 3 elements (body).
-    let r = check_region(&mut p29_slice_elems_rule(12, 12, 3, 3, 2, 2, 2), Shapes::len(18));
+    let r = check_region(
+        &mut p29_slice_elems_rule(12, 12, 3, 3, 2, 2, 2),
+        Shapes::len(18),
+    );
     show("P29 slice height as elements", &r);
     assert!(caught(&r, Check::Footprint));
     // Checked mode, direct: P27 and P28 write only outside the box, P29 inside.
     let x: Vec<f32> = (1..=12).map(|i| i as f32).collect();
     let (mut y, mut dy) = (vec![0.0f32; 12], vec![0.0f32; 12]);
-    let r = p27_extra_row_rule(16, 16, 2, 2).forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]));
+    let r = p27_extra_row_rule(16, 16, 2, 2)
+        .forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]));
     direct("P27", &r);
     assert!(r.is_ok(), "outside the box: documented as not checked");
-    let r = p28_whole_pitch_rule(16, 16, 2, 3).forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]));
+    let r = p28_whole_pitch_rule(16, 16, 2, 3)
+        .forward(Duplicated::new(&mut y[..], &mut dy[..]), Const(&x[..]));
     direct("P28", &r);
     assert!(r.is_ok(), "outside the box: documented as not checked");
 }
@@ -650,12 +700,24 @@ pub fn p31b_vec_shrink_push(#[dst] dst: &mut Vec<f32>, #[src] src: &Vec<f32>) {
 fn p30_p31_vecs() {
     let r = check_copy::<Vec<f32>, Vec<f32>, _>(&mut p30_vec_assign_rule(), Shapes::len(8));
     show("P30 vec assign", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::TapeMismatch(_), .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::TapeMismatch(_),
+            ..
+        })
+    ));
     if !checked() {
         // In checked mode this panics inside the runtime: hunt_repro.rs.
         let r = check_copy::<Vec<f32>, Vec<f32>, _>(&mut p31_vec_extend_rule(), Shapes::len(8));
         show("P31 vec extend", &r);
-        assert!(matches!(r, Err(CheckError::Run { error: Error::LengthMismatch { .. }, .. })));
+        assert!(matches!(
+            r,
+            Err(CheckError::Run {
+                error: Error::LengthMismatch { .. },
+                ..
+            })
+        ));
     }
     let r = check_copy::<Vec<f32>, Vec<f32>, _>(&mut p31b_vec_shrink_push_rule(), Shapes::len(8));
     show("P31b vec shrink+push", &r);
@@ -663,10 +725,17 @@ fn p30_p31_vecs() {
     let x = vec![1.0f32, 2.0, 3.0];
     let (mut y, mut dy, mut dx) = (vec![0.0f32; 3], vec![0.0f32; 3], vec![0.0f32; 3]);
     let tape = p31b_vec_shrink_push_rule()
-        .augmented_primal(Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
         .unwrap();
     dy = vec![1.0; 3];
-    let r = p31b_vec_shrink_push_rule().reverse(tape, Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx));
+    let r = p31b_vec_shrink_push_rule().reverse(
+        tape,
+        Duplicated::new(&mut y, &mut dy),
+        Duplicated::new(&x, &mut dx),
+    );
     direct("P31b reverse after realloc", &r);
     eprintln!("HUNT P31b dx={dx:?} dy={dy:?}");
     if !checked() {
@@ -697,7 +766,11 @@ pub unsafe fn p32_raw_n_plus_1(#[dst] dst: *mut f32, #[src] src: *const f32, #[l
 /// # Safety
 /// `dst + off .. + 4n` valid.
 #[derivative_rule(memset, dst = host)]
-pub unsafe fn p33_raw_memset_bytes(#[dst] dst: *mut f32, #[dst_offset] off: usize, #[len] nbytes: usize) {
+pub unsafe fn p33_raw_memset_bytes(
+    #[dst] dst: *mut f32,
+    #[dst_offset] off: usize,
+    #[len] nbytes: usize,
+) {
     unsafe { core::ptr::write_bytes(dst.add(off), 0, nbytes) }
 }
 
@@ -729,10 +802,13 @@ fn p32_p35_raw() {
     show("P32 raw n+1", &r);
     assert!(caught(&r, Check::Footprint));
     // SAFETY: off 1 + 8 elements written within 12.
-    let r = unsafe { check_raw_memset::<f32, _>(&mut p33_raw_memset_bytes_rule(1, 8), Shapes::len(12)) };
+    let r = unsafe {
+        check_raw_memset::<f32, _>(&mut p33_raw_memset_bytes_rule(1, 8), Shapes::len(12))
+    };
     show("P33 raw memset 'bytes' (8 elements, the rule says 8)", &r);
     assert!(r.is_ok());
-    let r = unsafe { check_raw_memset::<f32, _>(&mut p34_raw_memset_div4_rule(8), Shapes::len(12)) };
+    let r =
+        unsafe { check_raw_memset::<f32, _>(&mut p34_raw_memset_div4_rule(8), Shapes::len(12)) };
     show("P34 raw memset n/4", &r);
     assert!(caught(&r, Check::Footprint));
     // SAFETY: the check's Vecs are writable.
@@ -811,7 +887,12 @@ impl Shifter {
 
 /// P39: the right partial memset: rows given.
 #[derivative_rule(memset)]
-pub fn p39_memset_rows(#[dst] dst: &mut [f32], #[width] w: usize, #[height] h: usize, #[dst_pitch] p: usize) {
+pub fn p39_memset_rows(
+    #[dst] dst: &mut [f32],
+    #[width] w: usize,
+    #[height] h: usize,
+    #[dst_pitch] p: usize,
+) {
     for r in 0..h {
         dst[r * p / 4..][..w].fill(0.0);
     }
@@ -822,10 +903,14 @@ fn p36_p40_right_forms_pass() {
     let r = check_copy(&mut p36_documented_rule("x"), Shapes::len(7));
     show("P36 documented", &r);
     assert!(r.is_ok());
-    let r = check_copy::<Vec<half::bf16>, Vec<half::bf16>, _>(&mut p37_generic_rule(), Shapes::len(9));
+    let r =
+        check_copy::<Vec<half::bf16>, Vec<half::bf16>, _>(&mut p37_generic_rule(), Shapes::len(9));
     show("P37 generic bf16 Vec", &r);
     assert!(r.is_ok());
-    let r = check_copy::<Vec<num_complex::Complex<f32>>, Vec<num_complex::Complex<f32>>, _>(&mut p37_generic_rule(), Shapes::len(9));
+    let r = check_copy::<Vec<num_complex::Complex<f32>>, Vec<num_complex::Complex<f32>>, _>(
+        &mut p37_generic_rule(),
+        Shapes::len(9),
+    );
     assert!(r.is_ok());
     let s = Shifter { off: 1 };
     let r = check_copy(&mut Shifter::p38_shift_rule(&s), Shapes::len(6));
@@ -932,28 +1017,81 @@ pub fn h_upload(
 fn promises_bad_inputs_never_panic_and_errors_are_typed() {
     use rules_tests::copy_slice_rule;
     let mut panics = 0;
-    let mut one = |name: &str, f: Box<dyn FnOnce() -> Result<Report, CheckError> + std::panic::UnwindSafe>| {
-        match no_panic(name, f) {
-            Some(r) => show(name, &r),
-            None => panics += 1,
-        }
-    };
-    one("B1 copy lens 5/3", Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::lens(5, 3))));
-    one("B2 copy len 0", Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(0))));
+    let mut one =
+        |name: &str,
+         f: Box<dyn FnOnce() -> Result<Report, CheckError> + std::panic::UnwindSafe>| {
+            match no_panic(name, f) {
+                Some(r) => show(name, &r),
+                None => panics += 1,
+            }
+        };
+    one(
+        "B1 copy lens 5/3",
+        Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::lens(5, 3))),
+    );
+    one(
+        "B2 copy len 0",
+        Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(0))),
+    );
     // B3 (Shapes::len(usize::MAX / 2): a panic) and B4 (tolerance NaN: a scaling copy passes)
     // are in hunt_repro.rs.
-    one("B5 copy tolerance -1 on a right copy", Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(4).tolerance(-1.0))));
-    one("B6 copy tolerance inf on a scaling copy", Box::new(|| check_copy(&mut p09_inert_scale_rule(2.0), Shapes::len(4).tolerance(f64::INFINITY))));
-    one("B7 region box past the buffers", Box::new(|| check_region(&mut h_copy2d_rule(16, 16, 4, 3), Shapes::len(4))));
-    one("B8 region pitch below the row", Box::new(|| check_region(&mut h_copy2d_rule(4, 4, 4, 3), Shapes::len(12))));
-    one("B9 region pitch not a multiple of the element", Box::new(|| check_region(&mut h_copy2d_rule(9, 9, 2, 2), Shapes::len(12))));
-    one("B10 memset rows past the buffer", Box::new(|| check_memset(&mut p39_memset_rows_rule(3, 4, 12), Shapes::len(6))));
-    one("B11 fill len 0", Box::new(|| check_fill(&mut p17_fill_neg_rule(), Shapes::len(0))));
-    one("B12 memset huge width", Box::new(|| check_memset(&mut p39_memset_rows_rule(usize::MAX, 2, 16), Shapes::len(6))));
-    one("B13 region pitch overflow", Box::new(|| check_region(&mut h_copy2d_rule(usize::MAX, 16, 2, 3), Shapes::len(12))));
-    one("B14 device copy without a GPU", Box::new(|| check_copy(&mut h_upload_rule(), Shapes::len(4))));
-    one("B15 seed u64::MAX", Box::new(|| check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(3).seed(u64::MAX))));
-    one("B16 fill-from-buffer with an empty value buffer", Box::new(|| check_region(&mut p06_fill_buf_second_rule(), Shapes::lens(3, 0))));
+    one(
+        "B5 copy tolerance -1 on a right copy",
+        Box::new(|| {
+            check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(4).tolerance(-1.0))
+        }),
+    );
+    one(
+        "B6 copy tolerance inf on a scaling copy",
+        Box::new(|| {
+            check_copy(
+                &mut p09_inert_scale_rule(2.0),
+                Shapes::len(4).tolerance(f64::INFINITY),
+            )
+        }),
+    );
+    one(
+        "B7 region box past the buffers",
+        Box::new(|| check_region(&mut h_copy2d_rule(16, 16, 4, 3), Shapes::len(4))),
+    );
+    one(
+        "B8 region pitch below the row",
+        Box::new(|| check_region(&mut h_copy2d_rule(4, 4, 4, 3), Shapes::len(12))),
+    );
+    one(
+        "B9 region pitch not a multiple of the element",
+        Box::new(|| check_region(&mut h_copy2d_rule(9, 9, 2, 2), Shapes::len(12))),
+    );
+    one(
+        "B10 memset rows past the buffer",
+        Box::new(|| check_memset(&mut p39_memset_rows_rule(3, 4, 12), Shapes::len(6))),
+    );
+    one(
+        "B11 fill len 0",
+        Box::new(|| check_fill(&mut p17_fill_neg_rule(), Shapes::len(0))),
+    );
+    one(
+        "B12 memset huge width",
+        Box::new(|| check_memset(&mut p39_memset_rows_rule(usize::MAX, 2, 16), Shapes::len(6))),
+    );
+    one(
+        "B13 region pitch overflow",
+        Box::new(|| check_region(&mut h_copy2d_rule(usize::MAX, 16, 2, 3), Shapes::len(12))),
+    );
+    one(
+        "B14 device copy without a GPU",
+        Box::new(|| check_copy(&mut h_upload_rule(), Shapes::len(4))),
+    );
+    one(
+        "B15 seed u64::MAX",
+        Box::new(|| {
+            check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), Shapes::len(3).seed(u64::MAX))
+        }),
+    );
+    one(
+        "B16 fill-from-buffer with an empty value buffer",
+        Box::new(|| check_region(&mut p06_fill_buf_second_rule(), Shapes::lens(3, 0))),
+    );
     assert_eq!(panics, 0, "a one-call check panicked on bad input");
 }
 
@@ -969,9 +1107,13 @@ fn checked_mode_changes_nothing_else() {
     assert!(is_disagree(&r));
     assert_eq!(dy, [4.0; 6]);
     let (mut y, mut dy) = (vec![1.0f64; 4], vec![4.0f64; 4]);
-    let r = p20_fill_tail_rule().augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.0));
+    let r = p20_fill_tail_rule()
+        .augmented_primal(Duplicated::new(&mut y[..], &mut dy[..]), Active(2.0));
     assert!(is_disagree(&r));
-    let r = p20_fill_tail_rule().forward(Duplicated::new(&mut y[..], &mut dy[..]), Dual::new(2.0, 9.0));
+    let r = p20_fill_tail_rule().forward(
+        Duplicated::new(&mut y[..], &mut dy[..]),
+        Dual::new(2.0, 9.0),
+    );
     assert!(is_disagree(&r));
     assert_eq!(dy, [4.0; 4]);
     let x: Vec<f32> = (1..=18).map(|i| i as f32).collect();
@@ -985,7 +1127,9 @@ fn checked_mode_changes_nothing_else() {
     assert_eq!((dy, dx), (vec![4.0; 18], vec![3.0; 18]));
     let (mut y, mut dy) = (vec![1.0f32; 12], vec![4.0f32; 12]);
     // SAFETY: 1 + 8 elements within 12.
-    let r = unsafe { p34_raw_memset_div4_rule(8).forward(Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr())) };
+    let r = unsafe {
+        p34_raw_memset_div4_rule(8).forward(Duplicated::new(y.as_mut_ptr(), dy.as_mut_ptr()))
+    };
     direct("P34 checked", &r);
     assert!(is_disagree(&r));
     assert_eq!(dy, [4.0; 12]);
@@ -1026,17 +1170,41 @@ fn p42_p44_overlapping_boxes() {
     // P42: src slice height 0: every destination slice reads source slice 0 (a broadcast).
     let r = check_region(&mut h_copy3d_rule(8, 8, 2, 0, 2, 2, 3), Shapes::lens(12, 4));
     show("P42 copy3d src slice height 0 (broadcast)", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::BadRegion { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::BadRegion { .. },
+            ..
+        })
+    ));
     // P42b: src slice height 1 < height 2: source slices overlap by a row.
     let r = check_region(&mut h_copy3d_rule(8, 8, 2, 1, 2, 2, 3), Shapes::lens(12, 8));
     show("P42b copy3d src slice height 1 < height 2", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::BadRegion { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::BadRegion { .. },
+            ..
+        })
+    ));
     // P43: dst slice height 1 < height 2: destination slices overlap (the later one wins).
     let r = check_region(&mut h_copy3d_rule(8, 8, 1, 2, 2, 2, 3), Shapes::lens(8, 12));
     show("P43 copy3d dst slice height 1 < height 2", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::BadRegion { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::BadRegion { .. },
+            ..
+        })
+    ));
     // P44: src pitch 0 in 2D: every row reads source row 0.
     let r = check_region(&mut h_copy2d_rule(8, 0, 2, 3), Shapes::lens(6, 2));
     show("P44 copy2d src pitch 0", &r);
-    assert!(matches!(r, Err(CheckError::Run { error: Error::BadRegion { .. }, .. })));
+    assert!(matches!(
+        r,
+        Err(CheckError::Run {
+            error: Error::BadRegion { .. },
+            ..
+        })
+    ));
 }

@@ -4,9 +4,9 @@
 //! cargo test -p rules-tests --test hunt_repro -- --ignored
 //! cargo test -p rules-tests --features checked --test hunt_repro -- --ignored
 
+use rules_runtime::Error;
 use rules_runtime::prelude::*;
 use rules_runtime::testing::{CheckError, Shapes, check_copy};
-use rules_runtime::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A "copy" that appends to its `Vec` destination (grows it).
@@ -29,7 +29,10 @@ fn a_primitive_that_grows_its_vec_destination_is_a_typed_error() {
         vec_extend_rule().forward(Duplicated::new(&mut y, &mut dy), Const(&x))
     }));
     let r = r.expect("the rule panicked");
-    assert!(r.is_err(), "a primal that changed dst's length was accepted: y = {y:?}, dy = {dy:?}");
+    assert!(
+        r.is_err(),
+        "a primal that changed dst's length was accepted: y = {y:?}, dy = {dy:?}"
+    );
 }
 
 /// A right copy between slices.
@@ -61,7 +64,10 @@ pub fn scale2(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
 #[ignore = "reproducer: fails until fixed"]
 fn a_nan_tolerance_does_not_pass_a_wrong_rule() {
     let r = check_copy(&mut scale2_rule(), Shapes::len(4).tolerance(f64::NAN));
-    assert!(r.is_err(), "a scaling copy passed with a NaN tolerance: {r:?}");
+    assert!(
+        r.is_err(),
+        "a scaling copy passed with a NaN tolerance: {r:?}"
+    );
 }
 
 /// A right copy, but by assignment: the `Vec` is reallocated (same values).
@@ -81,10 +87,17 @@ fn a_reallocating_primitive_is_not_blamed_on_the_caller() {
     let x = vec![1.0f32, 2.0, 3.0];
     let (mut y, mut dy, mut dx) = (vec![0.0f32; 3], vec![0.0f32; 3], vec![0.0f32; 3]);
     let tape = vec_assign_rule()
-        .augmented_primal(Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx))
+        .augmented_primal(
+            Duplicated::new(&mut y, &mut dy),
+            Duplicated::new(&x, &mut dx),
+        )
         .unwrap();
     dy = vec![1.0; 3];
-    let r = vec_assign_rule().reverse(tape, Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx));
+    let r = vec_assign_rule().reverse(
+        tape,
+        Duplicated::new(&mut y, &mut dy),
+        Duplicated::new(&x, &mut dx),
+    );
     match r {
         Ok(()) => assert_eq!(dx, [1.0; 3]),
         Err(e) => {
@@ -127,7 +140,10 @@ fn a_lane_violation_leaves_every_shadow_as_it_was() {
         Duplicated::batch(&x[..], [&mut c[..], &mut d[..]]),
     );
     assert!(matches!(r, Err(Error::PrimalDisagrees(_))), "{r:?}");
-    assert_eq!(a, [7.0; 4], "lane 0's d_dst was written before lane 1's violation");
+    assert_eq!(
+        a, [7.0; 4],
+        "lane 0's d_dst was written before lane 1's violation"
+    );
     assert_eq!(b, [7.0; 4], "lane 1's d_dst was written");
 }
 

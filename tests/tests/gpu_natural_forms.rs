@@ -13,7 +13,9 @@ use rules_runtime::cudarc::driver::{
 };
 use rules_runtime::ops::AsStream;
 use rules_runtime::prelude::*;
-use rules_runtime::testing::{Check, CheckError, Report, Shapes, check_copy, check_fill, check_memset};
+use rules_runtime::testing::{
+    Check, CheckError, Report, Shapes, check_copy, check_fill, check_memset,
+};
 use std::sync::Arc;
 
 fn gpu() -> Arc<CudaStream> {
@@ -38,7 +40,10 @@ fn show(name: &str, r: &Result<Report, CheckError>) {
 fn caught(r: &Result<Report, CheckError>, check: Check) -> bool {
     match r {
         Err(e) if e.failed(check) => true,
-        Err(CheckError::Run { error: Error::PrimalDisagrees(_), .. }) => checked(),
+        Err(CheckError::Run {
+            error: Error::PrimalDisagrees(_),
+            ..
+        }) => checked(),
         _ => false,
     }
 }
@@ -71,15 +76,23 @@ pub fn g1_upload_at(
 ) -> Result<(), DriverError> {
     let n = dst.len();
     let off = launch.off.min(n);
-    launch.stream.memcpy_htod(&src[..n - off], &mut dst.slice_mut(off..))
+    launch
+        .stream
+        .memcpy_htod(&src[..n - off], &mut dst.slice_mut(off..))
 }
 
 #[test]
 #[ignore = "needs a GPU"]
 fn g1_an_offset_inside_the_stream_struct_is_caught() {
     let s = gpu();
-    let l = Launch { stream: s.clone(), off: 0 };
-    assert!(passed("G1 off 0", &check_copy(&mut g1_upload_at_rule(&l), Shapes::len(33))));
+    let l = Launch {
+        stream: s.clone(),
+        off: 0,
+    };
+    assert!(passed(
+        "G1 off 0",
+        &check_copy(&mut g1_upload_at_rule(&l), Shapes::len(33))
+    ));
     let l = Launch { stream: s, off: 3 };
     let r = check_copy(&mut g1_upload_at_rule(&l), Shapes::len(33));
     show("G1 off 3", &r);
@@ -127,7 +140,10 @@ pub fn g2c_half_to_pinned(
 #[ignore = "needs a GPU"]
 fn g2_alias_streams_pinned_and_unified() {
     let s = gpu();
-    assert!(passed("G2 alias", &check_copy(&mut g2_upload_alias_rule(&s), Shapes::len(1031))));
+    assert!(passed(
+        "G2 alias",
+        &check_copy(&mut g2_upload_alias_rule(&s), Shapes::len(1031))
+    ));
     assert!(passed(
         "G2b pinned to unified",
         &check_copy(&mut g2b_pinned_to_unified_rule(&s), Shapes::len(257))
@@ -181,10 +197,17 @@ fn g3_views_round_trip_and_a_narrowed_view() {
         let mut yv = y.slice_mut(4..8);
         let mut dyv = dy.slice_mut(4..8);
         let tape = g3_view_copy_rule(&s)
-            .augmented_primal(Duplicated::new(&mut yv, &mut dyv), Duplicated::new(&xv, &mut dxv))
+            .augmented_primal(
+                Duplicated::new(&mut yv, &mut dyv),
+                Duplicated::new(&xv, &mut dxv),
+            )
             .unwrap();
         g3_view_copy_rule(&s)
-            .reverse(tape, Duplicated::new(&mut yv, &mut dyv), Duplicated::new(&xv, &mut dxv))
+            .reverse(
+                tape,
+                Duplicated::new(&mut yv, &mut dyv),
+                Duplicated::new(&xv, &mut dxv),
+            )
             .unwrap();
     }
     assert_eq!(host(&y), [0., 0., 0., 0., 2., 3., 4., 5., 0., 0.]);
@@ -207,21 +230,32 @@ fn g3_views_round_trip_and_a_narrowed_view() {
 
 /// G4: zeroes all but the last element (a prefix view made in the body).
 #[derivative_rule(memset)]
-pub fn g4_memset_prefix(s: &Arc<CudaStream>, #[dst] dst: &mut CudaSlice<f32>) -> Result<(), DriverError> {
+pub fn g4_memset_prefix(
+    s: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaSlice<f32>,
+) -> Result<(), DriverError> {
     let k = dst.len() - 1;
     s.memset_zeros(&mut dst.slice_mut(..k))
 }
 
 /// G5: a fill of `2 v` through an upload of a computed vector.
 #[derivative_rule(fill)]
-pub fn g5_fill_twice(s: &Arc<CudaStream>, #[dst] dst: &mut CudaSlice<f32>, #[value] v: f32) -> Result<(), DriverError> {
+pub fn g5_fill_twice(
+    s: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaSlice<f32>,
+    #[value] v: f32,
+) -> Result<(), DriverError> {
     let host = vec![2.0 * v; dst.len()];
     s.memcpy_htod(&host, dst)
 }
 
 /// G5b: a right fill the same way, on unified memory.
 #[derivative_rule(fill)]
-pub fn g5b_fill_unified(s: &Arc<CudaStream>, #[dst] dst: &mut UnifiedSlice<f32>, #[value] v: f32) -> Result<(), DriverError> {
+pub fn g5b_fill_unified(
+    s: &Arc<CudaStream>,
+    #[dst] dst: &mut UnifiedSlice<f32>,
+    #[value] v: f32,
+) -> Result<(), DriverError> {
     let host = vec![v; dst.len()];
     s.memcpy_htod(&host, dst)
 }
@@ -249,7 +283,10 @@ fn g4_g6_device_memsets_and_fills() {
     let r = check_fill(&mut g5_fill_twice_rule(&s), Shapes::len(17));
     show("G5 fill 2v", &r);
     assert!(caught(&r, Check::FiniteDifferences));
-    assert!(passed("G5b fill unified", &check_fill(&mut g5b_fill_unified_rule(&s), Shapes::len(17))));
+    assert!(passed(
+        "G5b fill unified",
+        &check_fill(&mut g5b_fill_unified_rule(&s), Shapes::len(17))
+    ));
     let r = check_memset(&mut g6_memset_rows_all_rule(&s, 2, 3, 16), Shapes::len(12));
     show("G6 memset rows writes the padding", &r);
     assert!(caught(&r, Check::Footprint));
@@ -290,7 +327,12 @@ pub unsafe fn g7b_raw_half(
     #[len] n: usize,
 ) -> Result<(), DriverError> {
     unsafe {
-        rules_runtime::cudarc::driver::result::memcpy_dtod_async(dst as u64, src as u64, n / 2 * 4, s.cu_stream())
+        rules_runtime::cudarc::driver::result::memcpy_dtod_async(
+            dst as u64,
+            src as u64,
+            n / 2 * 4,
+            s.cu_stream(),
+        )
     }
 }
 
@@ -311,7 +353,9 @@ fn g7_raw_device_pointers_in_checked_mode() {
             Const(xp as *const f32),
         )
     };
-    eprintln!("GPUHUNT G7 n+1 forward: {r:?} (outside the box: checked mode is documented not to see it)");
+    eprintln!(
+        "GPUHUNT G7 n+1 forward: {r:?} (outside the box: checked mode is documented not to see it)"
+    );
     assert!(r.is_ok());
     // SAFETY: as above.
     let r = unsafe {
@@ -354,5 +398,8 @@ fn g8_a_copy_on_another_stream_than_the_marked_one() {
     let mut dy = a.alloc_zeros::<f32>(n).unwrap();
     a.synchronize().unwrap();
     let r = g8_marked_other_rule(&a, &b).forward(Duplicated::new(&mut y, &mut dy), Const(&x));
-    eprintln!("GPUHUNT G8 forward n = 2^26: {:?}", r.as_ref().map_err(|e| e.to_string()));
+    eprintln!(
+        "GPUHUNT G8 forward n = 2^26: {:?}",
+        r.as_ref().map_err(|e| e.to_string())
+    );
 }
