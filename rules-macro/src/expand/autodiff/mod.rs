@@ -4,7 +4,8 @@
 //! `fill`). Generated beside the rule item, all inside the runtime's
 //! `__private::if_autodiff!`, which emits them only with the runtime's `autodiff` feature (a
 //! stable build never sees them; a `#[cfg]` here would trip `unexpected_cfgs` in every user
-//! crate), one set per element type:
+//! crate), one set per element type (without the feature, only a stand-in `<name>_ad` whose
+//! calls fail to compile with a message naming the feature):
 //!
 //! - `rules_ad_<name>_<elem>`: the `#[no_mangle] #[inline(never)] extern "C"` primal Enzyme
 //!   cannot see into (it returns nothing and uses every argument, as Enzyme needs);
@@ -311,7 +312,18 @@ impl Bridges<'_> {
         let doc_c = format!(
             " The `extern \"C\"` primal of `{name}` (element `{suffix}`) that Enzyme sees; call `{safe}`."
         );
-        quote! { #p::if_autodiff! {
+        // Without the runtime's `autodiff` feature, `<name>_ad` stands in with the same number
+        // of parameters, the first bounded by a trait no type implements: its calls fail to
+        // compile with a message that names the feature (a missing function would say only
+        // "cannot find function"), and a rule that is never called compiles as before.
+        let stand_in_params = (0..safe_params.len()).map(|i| {
+            if i == 0 {
+                quote!(_: impl #p::NeedsAutodiffFeature)
+            } else {
+                quote!(_: impl ::core::marker::Sized)
+            }
+        });
+        quote! { #p::if_autodiff! { {
             #[doc = #doc_c]
             ///
             /// # Safety
@@ -376,7 +388,11 @@ impl Bridges<'_> {
                 // checks the handles' kinds and pairing and every length.
                 unsafe { #primal(#(#call_args),*) }
             }
-        }}
+        } else {
+            #[doc(hidden)]
+            #[allow(dead_code, clippy::too_many_arguments)]
+            #vis fn #safe(#(#stand_in_params),*) {}
+        } }}
     }
 }
 
