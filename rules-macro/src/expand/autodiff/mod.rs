@@ -247,10 +247,14 @@ impl Bridges<'_> {
         let make = quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#wrap(#ctor(#(#ctor_args),*))));
         let [dst_side, src_side] = &sides;
         let [dst_p, src_p] = &sides_primal;
-        let prim_params = cparams.iter().map(|c| {
-            let (n, t) = (&c.name, &c.ty);
-            quote!(#n: #t)
-        });
+        let prim_params: Vec<TokenStream> = cparams
+            .iter()
+            .map(|c| {
+                let (n, t) = (&c.name, &c.ty);
+                quote!(#n: #t)
+            })
+            .collect();
+        let prim_names = cparams.iter().map(|c| &c.name);
         // Reverse mode: a fill's value has no shadow slot; forward mode: every argument has one.
         let pair_params: Vec<TokenStream> = cparams
             .iter()
@@ -260,6 +264,16 @@ impl Bridges<'_> {
                     quote!(#n: #t)
                 } else {
                     quote!(#n: #t, #s: #t)
+                }
+            })
+            .collect();
+        let pair_names: Vec<&Ident> = cparams
+            .iter()
+            .flat_map(|c| {
+                if c.value {
+                    vec![&c.name]
+                } else {
+                    vec![&c.name, &c.shadow]
                 }
             })
             .collect();
@@ -332,17 +346,34 @@ impl Bridges<'_> {
             #[inline(never)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
+                // The work is one call, never inlined here: Enzyme prints this function's IR with
+                // its "Massaging ... constant argumented" warning, a few lines instead of the
+                // whole bridge's (`extern "C"`: a call that cannot unwind, no landing pad).
+                #[inline(never)]
+                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
+                unsafe extern "C" fn __body(#(#prim_params),*) {
+                    // SAFETY: as the primal's.
+                    unsafe { #call_primal }
+                }
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { #call_primal }
+                unsafe { __body(#(#prim_names),*) }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
+                // One call, as the primal's (Enzyme prints this function's IR with the same
+                // warning).
+                #[inline(never)]
+                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
+                unsafe extern "C" fn __body(#(#pair_params),*) -> *mut #ad::c_void {
+                    // SAFETY: as the augmented primal's.
+                    unsafe { #call_aug }
+                }
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { #call_aug }
+                unsafe { __body(#(#pair_names),*) }
             }
 
             #[doc(hidden)]
