@@ -10,6 +10,10 @@
 #
 # Exit status: 0 when it ran and passed; 1 when it failed; 3 when the toolchain or its `enzyme`
 # component cannot be had here (the caller says so and goes on).
+# Then builds rules-runtime with the same flags and every feature but CUDA's (the example leaves
+# `testing` and `probe` off), and checks that -Zautodiff=Enable without the registration pass is
+# refused by the runtime's build script with the fix.
+#
 # Environment: CARGO_TARGET_DIR (as build.sh: default examples/autodiff/target).
 set -uo pipefail
 cd "$(dirname "$0")/../examples/autodiff"
@@ -25,4 +29,24 @@ if ! have_enzyme; then
     timeout 900 rustup toolchain install "$tc" --profile minimal --component enzyme >&2 || true
 fi
 have_enzyme || exit 3
-exec ./build.sh
+./build.sh || exit 1
+# The example built every crate with .cargo/config.toml's flags (-Zautodiff=Enable included,
+# as a user's project does). The runtime again, from the workspace, with the features the
+# example leaves off: rustc's type trees under -Zautodiff=Enable abort on some code that stable
+# compiles (docs/autodiff.md, "Every crate under -Zautodiff=Enable"), and a user may enable them.
+cd ../..
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-examples/autodiff/target}/workspace
+cargo "+$tc" --config examples/autodiff/.cargo/config.toml build --release -p rules-runtime \
+    --features autodiff,testing,probe || {
+    echo "autodiff.sh: FAILED: rules-runtime does not build with the autodiff flags and every feature" >&2
+    exit 1
+}
+# -Zautodiff=Enable without the registration pass: the runtime's build script must stop the build
+# and name the flags (without it rustc would abort later in Enzyme's type analysis).
+out=$(RUSTFLAGS=-Zautodiff=Enable cargo "+$tc" check -p rules-runtime --features autodiff 2>&1)
+if [ $? -eq 0 ] || ! grep -q 'needs -Zllvm-plugins=libEnzyme-23.so and -Cpasses=preserve-nvvm' <<<"$out"; then
+    echo "autodiff.sh: FAILED: -Zautodiff=Enable without -Cpasses=preserve-nvvm was not refused by rules-runtime's build script:" >&2
+    tail -20 <<<"$out" >&2
+    exit 1
+fi
+echo "autodiff.sh: rules-runtime builds with the autodiff flags and every feature; a build without the registration pass is refused with the fix"

@@ -48,7 +48,7 @@ must_hold() { # crate file...
 for crate in "${crates[@]}"; do
     list=$(cargo package --list --allow-dirty -p "$crate")
     must_hold "$crate" "$list" Cargo.toml README.md LICENSE-MIT LICENSE-APACHE src/lib.rs
-    others=$(grep -vxE 'src/.*|README\.md|LICENSE-MIT|LICENSE-APACHE|Cargo\.toml(\.orig)?|Cargo\.lock|\.cargo_vcs_info\.json' <<<"$list" || true)
+    others=$(grep -vxE 'src/.*|build\.rs|README\.md|LICENSE-MIT|LICENSE-APACHE|Cargo\.toml(\.orig)?|Cargo\.lock|\.cargo_vcs_info\.json' <<<"$list" || true)
     if [ -n "$others" ]; then
         echo "publish-check: the $crate package holds files it should not:" >&2
         echo "$others" >&2
@@ -63,7 +63,7 @@ for crate in "${crates[@]}"; do
     echo "publish-check: $crate holds $(wc -l <<<"$list") files: its sources, README.md, LICENSE-MIT, LICENSE-APACHE"
 done
 list=$(cargo package --list --allow-dirty -p rules-runtime)
-must_hold rules-runtime "$list" src/device/shadow.ptx
+must_hold rules-runtime "$list" src/device/shadow.ptx build.rs
 
 if grep -q '^repository = "https://example.invalid' Cargo.toml; then
     echo "publish-check: note: the workspace's repository is a placeholder (example.invalid); set it before a real publish"

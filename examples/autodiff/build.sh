@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
 # Builds the std::autodiff example (and runs its GPU-free cases unless NO_RUN is set).
 #
-# The toolchain is rust-toolchain.toml's (nightly-2026-10-30 with its `enzyme` component). The
-# flags go to THIS crate only (`cargo rustc -- FLAGS`), never through RUSTFLAGS: with
-# `-Zautodiff=Enable` on every crate, rustc aborts compiling rules-runtime in its own type-tree
-# code ("TypeTree.h:330 illegal insertion"). Fat LTO (Cargo.toml) brings the dependencies'
+# The build is the one a user's project makes: `cargo build --release` with the toolchain
+# rust-toolchain.toml names (nightly-2026-10-30 with its `enzyme` component), the flags of
+# .cargo/config.toml for every crate (-Zautodiff=Enable, and Enzyme's pass that registers the
+# rules: the file says why each), and fat LTO (Cargo.toml), which brings the dependencies'
 # bitcode into the module Enzyme works on.
-#   -Zautodiff=Enable              std::autodiff's Enzyme pass
-#   -Zllvm-plugins=libEnzyme-23.so + -Cpasses=preserve-nvvm: rustc runs only Enzyme's main pass;
-#                                  this one turns `__enzyme_register_gradient_*` statics into
-#                                  Enzyme's custom-derivative metadata (without it: "No
-#                                  augmented forward pass found for ...")
 # Enzyme's errors do not fail rustc (cargo exits 0; the binary returns zeros or traps), so this
-# script fails when the build output holds an `Enzyme:` error. The warnings it expects are
-# listed in docs/autodiff.md; any other `Enzyme:` warning fails the build too.
+# script fails when the build output holds an `Enzyme:` error, and on any `Enzyme:` warning but
+# the expected one (docs/autodiff.md, "Reading Enzyme's output"). It prints one line per Enzyme
+# diagnostic; the whole output is in the log. A failed build leaves no binary behind: an earlier
+# build's would otherwise stay in target/ and run.
 #
 # Environment: CARGO_TARGET_DIR (default: target/ here), BIN_OUT (a path to copy the binary
-# to), NO_RUN (build only), CARGO_FLAGS (e.g. --offline).
+# to), NO_RUN (build only), CARGO_FLAGS (e.g. --offline). RUSTFLAGS must be unset: it would
+# replace .cargo/config.toml's flags.
 set -u
 cd "$(dirname "$0")"
 tc=$(sed -n 's/^channel = "\(.*\)"$/\1/p' rust-toolchain.toml)
@@ -27,36 +25,39 @@ if [ ! -f "$enzyme" ]; then
     echo "build.sh: $enzyme missing: rustup component add --toolchain $tc enzyme" >&2
     exit 2
 fi
-flags="-Zautodiff=Enable -Zllvm-plugins=$enzyme -Cpasses=preserve-nvvm"
+if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
+    echo "build.sh: RUSTFLAGS is set; it would replace the flags of .cargo/config.toml: unset it" >&2
+    exit 2
+fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 mkdir -p "$CARGO_TARGET_DIR"
 log=$CARGO_TARGET_DIR/autodiff-build.log
-# `touch`: cargo does not rebuild for changed flags given after `--`.
-touch src/main.rs
-cargo "+$tc" rustc --release ${CARGO_FLAGS:-} --bin autodiff-seed -- $flags >"$log" 2>&1
+bin=$CARGO_TARGET_DIR/release/autodiff-seed
+rm -f "$bin"
+cargo "+$tc" build --release ${CARGO_FLAGS:-} --bin autodiff-seed >"$log" 2>&1
 rc=$?
 # Enzyme's diagnostics, one line each (rustc prints them as `error: Enzyme: ...` or
-# `warning: Enzyme: ...`, the first line of a multi-line message).
+# `warning: ... Enzyme: ...`, the first line of a message that may go on with a function's IR).
 diags=$(grep -E '^(error|warning)(\[[A-Z0-9]+\])?: .*Enzyme' "$log" | sort | uniq -c | cut -c1-220)
-# Expected: once per bridged primal Enzyme differentiates through (docs/autodiff.md).
-expected='Massaging provided custom augmented forward pass to handle constant argumented'
-echo "build.sh: cargo rustc exited $rc; Enzyme diagnostics:"
+echo "build.sh: cargo build exited $rc; $(wc -l <"$log") lines of output ($log); Enzyme diagnostics:"
 [ -n "$diags" ] && echo "$diags" | sed 's/^/   /' || echo "   (none)"
+fail() {
+    rm -f "$bin"
+    echo "build.sh: FAILED: $*" >&2
+    exit 1
+}
 if [ $rc -ne 0 ]; then
-    tail -40 "$log" >&2
+    grep -E '^error' "$log" | head -20 >&2
+    tail -20 "$log" >&2
+    rm -f "$bin"
     exit $rc
 fi
-if grep -qE '^error.*Enzyme' "$log"; then
-    echo "build.sh: FAILED: Enzyme reported errors (the binary computes wrong derivatives)" >&2
-    exit 1
-fi
+grep -qE '^error.*Enzyme' "$log" && fail "Enzyme reported errors (the binary would compute wrong derivatives)"
+# Expected, once per bridged primal Enzyme augments with an integer argument (every bridge has
+# one); this Enzyme appends the primal's whole IR to it, which stays in the log.
+expected='Massaging provided custom augmented forward pass to handle constant argumented'
 unexpected=$(grep -E '^warning.*Enzyme' "$log" | grep -vF "$expected" || true)
-if [ -n "$unexpected" ]; then
-    echo "build.sh: FAILED: Enzyme warnings not known to be harmless (docs/autodiff.md):" >&2
-    echo "$unexpected" >&2
-    exit 1
-fi
-bin=$CARGO_TARGET_DIR/release/autodiff-seed
+[ -z "$unexpected" ] || fail "Enzyme warnings not known to be harmless (docs/autodiff.md): $unexpected"
 if [ -n "${BIN_OUT:-}" ]; then
     mkdir -p "$(dirname "$BIN_OUT")" && cp "$bin" "$BIN_OUT" && strip "$BIN_OUT"
 fi

@@ -191,22 +191,23 @@ pub mod prelude {
 }
 
 /// The items `#[derivative_rule(.., autodiff)]` generates for `std::autodiff` (see
-/// [`autodiff`]), as they are, with the `autodiff` feature; nothing without it. A feature, not a
-/// `cfg` of the user's crate: a `#[cfg(name)]` in generated code is reported by rustc's
+/// [`autodiff`]), as they are, with the `autodiff` feature; without it, the stand-in after
+/// `else` (a `<name>_ad` whose every call is a compile error naming the feature). A feature, not
+/// a `cfg` of the user's crate: a `#[cfg(name)]` in generated code is reported by rustc's
 /// `unexpected_cfgs` lint in every crate that has a bridged rule, unless each declares the name.
 #[cfg(feature = "autodiff")]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __if_autodiff {
-    ($($items:tt)*) => { $($items)* };
+    ({ $($items:tt)* } else { $($stand_in:tt)* }) => { $($items)* };
 }
 
-/// Without the `autodiff` feature: nothing.
+/// Without the `autodiff` feature: the stand-in.
 #[cfg(not(feature = "autodiff"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __if_autodiff {
-    ($($items:tt)*) => {};
+    ({ $($items:tt)* } else { $($stand_in:tt)* }) => { $($stand_in)* };
 }
 
 /// Items used by generated code. Not a public API: names here may change at any release.
@@ -242,6 +243,21 @@ pub mod __private {
             fill_rev,
         };
         pub use ::core::ffi::c_void;
+    }
+
+    /// The bound of the `<name>_ad` that `#[derivative_rule(.., autodiff)]` stands in with when
+    /// the runtime's `autodiff` feature is off: no type implements it (it is sealed), so a call
+    /// of that function is a compile error at the call, with this message, instead of "cannot
+    /// find function" or a call that does nothing.
+    #[diagnostic::on_unimplemented(
+        message = "this `*_ad` function of a `#[derivative_rule(.., autodiff)]` rule needs the `autodiff` feature of `rules-runtime`",
+        label = "called without the `autodiff` feature",
+        note = "the std::autodiff bridges are emitted only with it: `rules-runtime = {{ version = \"0.1\", features = [\"autodiff\"] }}` in the Cargo.toml of the crate that defines the rule (docs/autodiff.md)"
+    )]
+    pub trait NeedsAutodiffFeature: sealed::Sealed {}
+    mod sealed {
+        /// Implemented by no type.
+        pub trait Sealed {}
     }
 
     /// The error of a stand-in's methods: they exist in code that does not compile, and are

@@ -26,6 +26,13 @@ fn a_pointer_copy_gets_its_bridges_inside_if_autodiff() {
 }
 
 #[test]
+fn without_the_feature_the_safe_function_stands_in_with_a_bound_that_names_it() {
+    let out = expand("copy, dst = device, src = host, autodiff", UPLOAD);
+    let piece = "} else { # [doc (hidden)] # [allow (dead_code , clippy :: too_many_arguments)] fn up_ad (_ : impl :: rules_runtime :: __private :: NeedsAutodiffFeature , _ : impl :: core :: marker :: Sized , _ : impl :: core :: marker :: Sized) { } }";
+    assert!(out.contains(piece), "missing {piece} in {out}");
+}
+
+#[test]
 fn without_the_option_there_is_no_bridge() {
     let out = expand("copy, dst = device, src = host", UPLOAD);
     assert_eq!(errors(&out), 0, "{out}");

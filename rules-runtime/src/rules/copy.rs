@@ -139,10 +139,12 @@ impl Call {
             }
             for (i, shadow) in [d, s].into_iter().enumerate() {
                 let Some(shadow) = shadow else { continue };
-                for (other, p) in [
-                    ("the primal `dst`", self.dst),
-                    ("the primal `src`", self.src),
-                ] {
+                // Names and regions as two arrays, not one of pairs: rustc's `-Zautodiff=Enable`
+                // type trees abort on an array whose elements mix pointers and integers.
+                for (other, p) in ["the primal `dst`", "the primal `src`"]
+                    .into_iter()
+                    .zip([self.dst, self.src])
+                {
                     if let Some((start, end)) = shared(*shadow, p) {
                         return Err(Error::Aliasing {
                             what: names(k)[i].clone(),

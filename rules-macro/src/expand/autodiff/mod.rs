@@ -4,7 +4,8 @@
 //! `fill`). Generated beside the rule item, all inside the runtime's
 //! `__private::if_autodiff!`, which emits them only with the runtime's `autodiff` feature (a
 //! stable build never sees them; a `#[cfg]` here would trip `unexpected_cfgs` in every user
-//! crate), one set per element type:
+//! crate), one set per element type (without the feature, only a stand-in `<name>_ad` whose
+//! calls fail to compile with a message naming the feature):
 //!
 //! - `rules_ad_<name>_<elem>`: the `#[no_mangle] #[inline(never)] extern "C"` primal Enzyme
 //!   cannot see into (it returns nothing and uses every argument, as Enzyme needs);
@@ -246,10 +247,14 @@ impl Bridges<'_> {
         let make = quote!(|__s: #ad::Streams<'_>| ::core::result::Result::Ok(#wrap(#ctor(#(#ctor_args),*))));
         let [dst_side, src_side] = &sides;
         let [dst_p, src_p] = &sides_primal;
-        let prim_params = cparams.iter().map(|c| {
-            let (n, t) = (&c.name, &c.ty);
-            quote!(#n: #t)
-        });
+        let prim_params: Vec<TokenStream> = cparams
+            .iter()
+            .map(|c| {
+                let (n, t) = (&c.name, &c.ty);
+                quote!(#n: #t)
+            })
+            .collect();
+        let prim_names = cparams.iter().map(|c| &c.name);
         // Reverse mode: a fill's value has no shadow slot; forward mode: every argument has one.
         let pair_params: Vec<TokenStream> = cparams
             .iter()
@@ -259,6 +264,16 @@ impl Bridges<'_> {
                     quote!(#n: #t)
                 } else {
                     quote!(#n: #t, #s: #t)
+                }
+            })
+            .collect();
+        let pair_names: Vec<&Ident> = cparams
+            .iter()
+            .flat_map(|c| {
+                if c.value {
+                    vec![&c.name]
+                } else {
+                    vec![&c.name, &c.shadow]
                 }
             })
             .collect();
@@ -311,7 +326,18 @@ impl Bridges<'_> {
         let doc_c = format!(
             " The `extern \"C\"` primal of `{name}` (element `{suffix}`) that Enzyme sees; call `{safe}`."
         );
-        quote! { #p::if_autodiff! {
+        // Without the runtime's `autodiff` feature, `<name>_ad` stands in with the same number
+        // of parameters, the first bounded by a trait no type implements: its calls fail to
+        // compile with a message that names the feature (a missing function would say only
+        // "cannot find function"), and a rule that is never called compiles as before.
+        let stand_in_params = (0..safe_params.len()).map(|i| {
+            if i == 0 {
+                quote!(_: impl #p::NeedsAutodiffFeature)
+            } else {
+                quote!(_: impl ::core::marker::Sized)
+            }
+        });
+        quote! { #p::if_autodiff! { {
             #[doc = #doc_c]
             ///
             /// # Safety
@@ -320,17 +346,34 @@ impl Bridges<'_> {
             #[inline(never)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
+                // The work is one call, never inlined here: Enzyme prints this function's IR with
+                // its "Massaging ... constant argumented" warning, a few lines instead of the
+                // whole bridge's (`extern "C"`: a call that cannot unwind, no landing pad).
+                #[inline(never)]
+                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
+                unsafe extern "C" fn __body(#(#prim_params),*) {
+                    // SAFETY: as the primal's.
+                    unsafe { #call_primal }
+                }
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { #call_primal }
+                unsafe { __body(#(#prim_names),*) }
             }
 
             #[doc(hidden)]
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
+                // One call, as the primal's (Enzyme prints this function's IR with the same
+                // warning).
+                #[inline(never)]
+                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
+                unsafe extern "C" fn __body(#(#pair_params),*) -> *mut #ad::c_void {
+                    // SAFETY: as the augmented primal's.
+                    unsafe { #call_aug }
+                }
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { #call_aug }
+                unsafe { __body(#(#pair_names),*) }
             }
 
             #[doc(hidden)]
@@ -376,7 +419,11 @@ impl Bridges<'_> {
                 // checks the handles' kinds and pairing and every length.
                 unsafe { #primal(#(#call_args),*) }
             }
-        }}
+        } else {
+            #[doc(hidden)]
+            #[allow(dead_code, clippy::too_many_arguments)]
+            #vis fn #safe(#(#stand_in_params),*) {}
+        } }}
     }
 }
 

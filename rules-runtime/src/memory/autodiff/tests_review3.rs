@@ -265,7 +265,8 @@ fn r3_download_peek(
     stream: &std::sync::Arc<CudaStream>,
     #[dst] dst: &mut RawShadow<f32>,
     #[src] src: &CudaArray<f32>,
-    ctx: &AdBuf<f32>,
+    // `#[inert]`, the only form the attribute accepts for it: the run-time refusal is tested.
+    #[inert] ctx: &AdBuf<f32>,
 ) -> Result<()> {
     let (w, h, d) = src.extent();
     crate::memory::linear::array_to_linear(stream, dst, (w * 4, h), src, (0, 0, 0), (w, h, d))?;
@@ -324,7 +325,8 @@ fn r3_upload_peek(
     stream: &std::sync::Arc<CudaStream>,
     #[dst] dst: &mut CudaArray<f32>,
     #[src] src: &[f32],
-    me: &AdArray<f32>,
+    // `#[inert]`, the only form the attribute accepts for it: the run-time refusal is tested.
+    #[inert] me: &AdArray<f32>,
 ) -> Result<()> {
     let ext = me.extent(); // `dst` is live (a protected `&mut` argument)
     crate::memory::linear::linear_to_array(stream, dst, (0, 0, 0), src, (ext.0 * 4, 1), ext)?;
