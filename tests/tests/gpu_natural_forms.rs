@@ -1,11 +1,10 @@
-//! The hunt's device, pinned and unified forms (see tests/tests/hunt.rs and
-//! hunt-scratch/TABLE.md): users' primitives on cudarc buffers, each through the one-call check
+//! The device, pinned and unified forms of `natural_forms.rs`: users' primitives on cudarc buffers, each through the one-call check
 //! of `rules_runtime::testing`, and (built with `--features checked`) through the checked mode.
 //! `#[ignore]`d: run with `--include-ignored` on a GPU machine. Each test asserts the outcome the
-//! hunt expects; a failing assertion prints what was found instead.
+//! review expects; a failing assertion prints what was found instead.
 //!
-//! cargo test -p rules-tests --features rules-runtime/testing --test gpu_hunt -- --include-ignored --nocapture
-//! cargo test -p rules-tests --features checked --test gpu_hunt -- --include-ignored --nocapture
+//! cargo test -p rules-tests --features rules-runtime/testing --test gpu_natural_forms -- --include-ignored --nocapture
+//! cargo test -p rules-tests --features checked --test gpu_natural_forms -- --include-ignored --nocapture
 
 use rules_runtime::cudarc::driver::{
     CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError,
