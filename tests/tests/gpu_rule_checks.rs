@@ -1,10 +1,16 @@
 //! `rules_runtime::testing`'s one-call rule checks on the GPU: every ready-made rule of
 //! `rules_runtime::cudarc_rules` in the memory kinds it takes, the examples' rules (`upload`,
-//! `download`), and a wrong device rule caught.
+//! `download`), every ready-made rule of `rules_runtime::array_rules` (1-D, 2-D and 3-D CUDA
+//! arrays, boxes at offsets, the linear side in every memory kind) and the array memsets and
+//! fills of `rules_tests::arrays`, and a wrong device rule and a wrong array rule caught.
 //!
 //! `#[ignore]`d like the rest of the GPU suite: without a GPU they are reported as ignored
 //! (skipped), never as passed; with `--include-ignored`, a missing driver or device fails them.
 
+use rules_runtime::array_rules::{
+    array_to_array_rule, download_array_rule, from_array_rule, to_array, to_array_rule,
+    upload_array_rule,
+};
 use rules_runtime::cudarc::driver::{
     CudaSlice, CudaStream, DriverError, PinnedHostSlice, UnifiedSlice,
 };
@@ -12,7 +18,13 @@ use rules_runtime::cudarc_rules::{
     memcpy_dtod_rule, memcpy_dtoh_rule, memcpy_htod_rule, memset_zeros_rule,
 };
 use rules_runtime::derivative_rule;
-use rules_runtime::testing::{Check, Report, Shapes, check_copy, check_memset};
+use rules_runtime::memory::array::CudaArray;
+use rules_runtime::testing::{
+    Check, Report, Shapes, check_copy, check_fill, check_memset, check_region,
+};
+use rules_tests::arrays::{
+    fill_array_rows_rule, fill_array_rule, zero_array_rows_rule, zero_array_rule,
+};
 use rules_tests::{download_rule, upload_rule};
 use std::sync::Arc;
 
@@ -160,4 +172,189 @@ fn a_wrong_device_rule_is_caught() {
     assert!(e.failed(Check::DotProduct), "{e}");
     assert!(e.failed(Check::Footprint), "{e}");
     assert!(e.to_string().contains("[footprint]"), "{e}");
+}
+
+// ---- CUDA arrays ---------------------------------------------------------------------------
+
+/// The 3-D array the box copies use: 9 × 6 × 4, a 5 × 4 × 3 box at (2, 1, 1) of it.
+const ARR: (usize, usize, usize) = (9, 6, 4);
+/// The linear side of those copies: rows of 6 elements (24 bytes of f32), 5 rows a slice, 3
+/// slices: 90 elements, of which the box is 60 (the rest is pitch padding).
+const LIN: usize = 6 * 5 * 3;
+const BOX: usize = 5 * 4 * 3;
+
+#[test]
+#[ignore = "needs a GPU"]
+fn to_array_with_the_linear_side_in_every_memory_kind() {
+    let s = gpu();
+    let rule = || to_array_rule(&s, 2, 1, 1, 6 * 4, 5, 5, 4, 3);
+    let n = Shapes::lens(0, LIN).dst_array(ARR);
+    let r = passed(
+        check_region::<CudaArray<f32>, CudaSlice<f32>, _>(&mut rule(), n),
+        "array ← device",
+    );
+    // Exactly the box: every element of it, nothing around it.
+    assert_eq!(r.footprint.len(), BOX);
+    assert_eq!(r.footprint[0], (9 * 6 + 9) + 2);
+    passed(
+        check_region::<CudaArray<f32>, [f32], _>(&mut rule(), n),
+        "array ← pageable",
+    );
+    passed(
+        check_region::<CudaArray<f32>, PinnedHostSlice<f32>, _>(&mut rule(), n),
+        "array ← pinned",
+    );
+    passed(
+        check_region::<CudaArray<f32>, UnifiedSlice<f32>, _>(&mut rule(), n),
+        "array ← unified",
+    );
+    // A 2-D array, f64 (two 32-bit channels), a 7 × 3 box at (4, 2) from rows 8 apart.
+    let r = passed(
+        check_region::<CudaArray<f64>, CudaSlice<f64>, _>(
+            &mut to_array_rule(&s, 4, 2, 0, 8 * 8, 3, 7, 3, 1),
+            Shapes::lens(0, 8 * 3).dst_array((16, 8, 1)),
+        ),
+        "2-D array ← device, f64",
+    );
+    assert_eq!(r.footprint.len(), 7 * 3);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn from_array_with_the_linear_side_in_every_memory_kind() {
+    let s = gpu();
+    let rule = || from_array_rule(&s, 6 * 4, 5, 2, 1, 1, 5, 4, 3);
+    let n = Shapes::lens(LIN, 0).src_array(ARR);
+    let r = passed(
+        check_region::<CudaSlice<f32>, CudaArray<f32>, _>(&mut rule(), n),
+        "device ← array",
+    );
+    assert_eq!(r.footprint.len(), BOX);
+    passed(
+        check_region::<[f32], CudaArray<f32>, _>(&mut rule(), n),
+        "pageable ← array",
+    );
+    passed(
+        check_region::<PinnedHostSlice<f32>, CudaArray<f32>, _>(&mut rule(), n),
+        "pinned ← array",
+    );
+    passed(
+        check_region::<UnifiedSlice<f32>, CudaArray<f32>, _>(&mut rule(), n),
+        "unified ← array",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn array_to_array_and_whole_arrays() {
+    let s = gpu();
+    // A 5 × 4 × 3 box at (1, 0, 0) of a 7 × 5 × 3 array into one at (2, 1, 1) of 9 × 6 × 4.
+    let r = passed(
+        check_region::<CudaArray<f32>, CudaArray<f32>, _>(
+            &mut array_to_array_rule(&s, 2, 1, 1, 1, 0, 0, 5, 4, 3),
+            Shapes::len(0).dst_array(ARR).src_array((7, 5, 3)),
+        ),
+        "array ← array",
+    );
+    assert_eq!(r.footprint.len(), BOX);
+    // Whole arrays (a plain `copy` with an array side), 3-D, 2-D and 1-D.
+    let r = passed(
+        check_region::<CudaArray<f32>, CudaSlice<f32>, _>(
+            &mut upload_array_rule(&s),
+            Shapes::len(0).dst_array((7, 3, 2)).src_array((42, 1, 1)),
+        ),
+        "upload_array, 3-D",
+    );
+    assert_eq!(r.footprint.len(), 42);
+    passed(
+        check_region::<CudaArray<half::f16>, [half::f16], _>(
+            &mut upload_array_rule(&s),
+            Shapes::len(0).dst_array((12, 5, 1)).src_array((60, 1, 1)),
+        ),
+        "upload_array, 2-D, f16",
+    );
+    passed(
+        check_region::<CudaArray<num_complex::Complex<f32>>, [num_complex::Complex<f32>], _>(
+            &mut upload_array_rule(&s),
+            Shapes::len(33),
+        ),
+        "upload_array, 1-D, complex f32",
+    );
+    let r = passed(
+        check_region::<[f32], CudaArray<f32>, _>(
+            &mut download_array_rule(&s),
+            Shapes::len(0).src_array((7, 3, 2)).dst_array((42, 1, 1)),
+        ),
+        "download_array, 3-D",
+    );
+    assert_eq!(r.footprint.len(), 42);
+    passed(
+        check_region::<CudaSlice<f64>, CudaArray<f64>, _>(
+            &mut download_array_rule(&s),
+            Shapes::len(45),
+        ),
+        "download_array, 1-D, f64",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn array_memsets_and_fills() {
+    let s = gpu();
+    let rows = Shapes::len(0).dst_array((9, 6, 1));
+    let r = passed(
+        check_memset::<CudaArray<f32>, _>(&mut zero_array_rows_rule(&s, 2, 1, 5, 3), rows),
+        "zero rows of an array",
+    );
+    assert_eq!(r.footprint.len(), 5 * 3);
+    passed(
+        check_memset::<CudaArray<f64>, _>(&mut zero_array_rule(&s), Shapes::len(0).dst_array(ARR)),
+        "zero a whole 3-D array",
+    );
+    let r = passed(
+        check_fill::<CudaArray<f32>, _>(&mut fill_array_rows_rule(&s, 2, 1, 5, 3), rows),
+        "fill rows of an array",
+    );
+    assert_eq!(r.footprint.len(), 5 * 3);
+    passed(
+        check_fill::<CudaArray<f32>, _>(&mut fill_array_rule(&s), Shapes::len(0).dst_array(ARR)),
+        "fill a whole 3-D array",
+    );
+}
+
+/// A box copy into an array that writes only the first half of each row of its box: its rule
+/// zeroes and accumulates the whole box.
+#[derivative_rule(copy3d)]
+#[allow(clippy::too_many_arguments)]
+fn to_array_half_rows(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: &mut CudaArray<f32>,
+    #[dst_x] x: usize,
+    #[dst_y] y: usize,
+    #[dst_z] z: usize,
+    #[src] src: &CudaSlice<f32>,
+    #[src_pitch] pitch: usize,
+    #[src_slice_height] rows: usize,
+    #[width] width: usize,
+    #[height] height: usize,
+    #[depth] depth: usize,
+) -> rules_runtime::Result<()> {
+    let half = width / 2;
+    to_array(stream, dst, x, y, z, src, pitch, rows, half, height, depth)
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_wrong_array_rule_is_caught() {
+    let s = gpu();
+    let mut rule = to_array_half_rows_rule(&s, 2, 1, 1, 6 * 4, 5, 6, 4, 3);
+    let e = check_region(&mut rule, Shapes::lens(0, LIN).dst_array(ARR)).unwrap_err();
+    assert!(e.failed(Check::Footprint), "{e}");
+    assert!(e.failed(Check::DotProduct), "{e}");
+    // The footprint names the counts: 3 of each row's 6 elements written, 4 rows, 3 slices.
+    assert!(
+        e.to_string()
+            .contains("the primitive writes 36 element(s) of dst, the rule's forward writes 72"),
+        "{e}"
+    );
 }

@@ -347,3 +347,41 @@ fn a_device_check_without_a_gpu_is_a_typed_error() {
         }
     }
 }
+
+#[test]
+fn an_extent_that_is_not_its_sides_length_is_a_typed_error() {
+    // Refused before any buffer or input is made: 7 elements are not a 2 × 2 × 2 array.
+    let mut n = Shapes::len(7);
+    n.dst_extent = Some((2, 2, 2));
+    let e = check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), n).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CheckError::Run {
+                error: Error::LengthMismatch {
+                    expected: 7,
+                    found: 8,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // An extent too large to count is a typed error too, not an allocation of usize::MAX.
+    let n = Shapes::len(7).src_array((usize::MAX, 2, 1));
+    let e = check_copy::<[f32], [f32], _>(&mut copy_slice_rule(), n).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CheckError::Run {
+                error: Error::BadRegion { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The builders keep the length and the extent together.
+    let n = Shapes::len(0).dst_array((3, 4, 5));
+    assert_eq!((n.dst, n.dst_extent), (60, Some((3, 4, 5))));
+}

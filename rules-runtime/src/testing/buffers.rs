@@ -7,6 +7,7 @@ use crate::cuda::driver;
 use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::ShadowMemory;
+use crate::memory::array::{ArrayElement, CudaArray};
 use crate::ops::On;
 use cudarc::driver::{
     CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice, UnifiedSlice, ValidAsZeroBits,
@@ -67,8 +68,8 @@ impl Env {
 }
 
 /// A buffer a rule check can make from host data and read back: the type a rule takes by
-/// reference (`[T]`, `Vec<T>`, `CudaSlice<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`), with
-/// the value that owns it.
+/// reference (`[T]`, `Vec<T>`, `CudaSlice<T>`, `PinnedHostSlice<T>`, `UnifiedSlice<T>`,
+/// [`CudaArray<T>`]), with the value that owns it.
 ///
 /// Implement it for a buffer type of your own to check rules that take it. Views (`CudaViewMut`,
 /// `CudaView`) have none: a view borrows the buffer it views, which a check would have to own
@@ -77,8 +78,11 @@ impl Env {
 pub trait TestBuffer: ShadowMemory {
     /// What holds the buffer (`Vec<T>` for `[T]`, the buffer itself otherwise).
     type Owner;
-    /// A buffer holding `data`. Device memory is made through `env`.
-    fn make(env: &Env, data: &[Self::Elem]) -> Result<Self::Owner>;
+    /// A buffer holding `data`, made through `env` if it is device memory. `extent` is
+    /// `(width, height, depth)` with x fastest, `data.len()` elements: `(data.len(), 1, 1)`
+    /// unless the check's [`Shapes`](super::Shapes) give the side an array's extent. Only a
+    /// buffer with a shape of its own (a CUDA array) reads it.
+    fn make(env: &Env, extent: (usize, usize, usize), data: &[Self::Elem]) -> Result<Self::Owner>;
     /// The buffer's contents, after all work on it has finished.
     fn read(env: &Env, owner: &Self::Owner) -> Result<Vec<Self::Elem>>;
     /// The buffer, as a rule takes it for writing.
@@ -89,7 +93,7 @@ pub trait TestBuffer: ShadowMemory {
 
 impl<T: Differentiable> TestBuffer for [T] {
     type Owner = Vec<T>;
-    fn make(_: &Env, data: &[T]) -> Result<Vec<T>> {
+    fn make(_: &Env, _: (usize, usize, usize), data: &[T]) -> Result<Vec<T>> {
         Ok(data.to_vec())
     }
     fn read(env: &Env, owner: &Vec<T>) -> Result<Vec<T>> {
@@ -106,7 +110,7 @@ impl<T: Differentiable> TestBuffer for [T] {
 
 impl<T: Differentiable> TestBuffer for Vec<T> {
     type Owner = Vec<T>;
-    fn make(_: &Env, data: &[T]) -> Result<Vec<T>> {
+    fn make(_: &Env, _: (usize, usize, usize), data: &[T]) -> Result<Vec<T>> {
         Ok(data.to_vec())
     }
     fn read(env: &Env, owner: &Vec<T>) -> Result<Vec<T>> {
@@ -123,7 +127,7 @@ impl<T: Differentiable> TestBuffer for Vec<T> {
 
 impl<T: Differentiable + DeviceRepr> TestBuffer for CudaSlice<T> {
     type Owner = CudaSlice<T>;
-    fn make(env: &Env, data: &[T]) -> Result<CudaSlice<T>> {
+    fn make(env: &Env, _: (usize, usize, usize), data: &[T]) -> Result<CudaSlice<T>> {
         let s = env.stream()?;
         let b = s.clone_htod(data).map_err(driver("cuMemcpyHtoDAsync"))?;
         env.sync()?;
@@ -148,7 +152,7 @@ impl<T: Differentiable + DeviceRepr> TestBuffer for CudaSlice<T> {
 
 impl<T: Differentiable + DeviceRepr + ValidAsZeroBits> TestBuffer for PinnedHostSlice<T> {
     type Owner = PinnedHostSlice<T>;
-    fn make(env: &Env, data: &[T]) -> Result<PinnedHostSlice<T>> {
+    fn make(env: &Env, _: (usize, usize, usize), data: &[T]) -> Result<PinnedHostSlice<T>> {
         crate::memory::filled::pinned(env.stream()?, data)
     }
     fn read(env: &Env, owner: &PinnedHostSlice<T>) -> Result<Vec<T>> {
@@ -166,7 +170,7 @@ impl<T: Differentiable + DeviceRepr + ValidAsZeroBits> TestBuffer for PinnedHost
 
 impl<T: Differentiable + DeviceRepr + ValidAsZeroBits> TestBuffer for UnifiedSlice<T> {
     type Owner = UnifiedSlice<T>;
-    fn make(env: &Env, data: &[T]) -> Result<UnifiedSlice<T>> {
+    fn make(env: &Env, _: (usize, usize, usize), data: &[T]) -> Result<UnifiedSlice<T>> {
         crate::memory::filled::unified(env.stream()?, data)
     }
     fn read(env: &Env, owner: &UnifiedSlice<T>) -> Result<Vec<T>> {
@@ -182,12 +186,39 @@ impl<T: Differentiable + DeviceRepr + ValidAsZeroBits> TestBuffer for UnifiedSli
     }
 }
 
-/// Buffers for each of `data`'s vectors.
+/// A CUDA array of the side's extent (a 1-D array of `data.len()` elements unless the shapes
+/// give another), written and read whole through the runtime's own host copies
+/// ([`CudaArray::copy_from_host`], [`CudaArray::to_host`]), on the environment's context.
+impl<T: ArrayElement> TestBuffer for CudaArray<T> {
+    type Owner = CudaArray<T>;
+    fn make(env: &Env, (w, h, d): (usize, usize, usize), data: &[T]) -> Result<CudaArray<T>> {
+        let s = env.stream()?;
+        let mut a = CudaArray::new(s.context(), w, h, d)?;
+        // The copy checks `data` against the array's elements (`Error::LengthMismatch`).
+        a.copy_from_host(s, data)?;
+        Ok(a)
+    }
+    fn read(env: &Env, owner: &CudaArray<T>) -> Result<Vec<T>> {
+        env.sync()?;
+        let v = owner.to_host(env.stream()?)?;
+        env.sync()?;
+        Ok(v)
+    }
+    fn arg(owner: &mut CudaArray<T>) -> &mut CudaArray<T> {
+        owner
+    }
+    fn arg_ref(owner: &CudaArray<T>) -> &CudaArray<T> {
+        owner
+    }
+}
+
+/// Buffers of `extent` for each of `data`'s vectors.
 pub(crate) fn make_all<B: TestBuffer + ?Sized>(
     env: &Env,
+    extent: (usize, usize, usize),
     data: &[Vec<B::Elem>],
 ) -> Result<Vec<B::Owner>> {
-    data.iter().map(|d| B::make(env, d)).collect()
+    data.iter().map(|d| B::make(env, extent, d)).collect()
 }
 
 /// The contents of each buffer.

@@ -106,6 +106,7 @@ where
     let mut s = CopySubject {
         rule,
         env,
+        ext: [shapes.dst_ext(), shapes.src_ext()],
         _p: PhantomData,
     };
     checks::check_all(&mut s, shapes)
@@ -124,6 +125,7 @@ where
     let mut s = RegionSubject {
         rule,
         env,
+        ext: [shapes.dst_ext(), shapes.src_ext()],
         _p: PhantomData,
     };
     checks::check_all(&mut s, shapes)
@@ -139,6 +141,7 @@ where
     let mut s = MemsetSubject {
         rule,
         env,
+        ext: shapes.dst_ext(),
         _p: PhantomData,
     };
     checks::check_all(&mut s, shapes)
@@ -155,6 +158,7 @@ where
     let mut s = FillSubject {
         rule,
         env,
+        ext: shapes.dst_ext(),
         _p: PhantomData,
     };
     checks::check_all(&mut s, shapes)

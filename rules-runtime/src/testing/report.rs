@@ -11,13 +11,24 @@ use core::fmt;
 /// use rules_runtime::testing::Shapes;
 /// let s = Shapes::len(17); // dst and src of 17 elements
 /// let s = Shapes::lens(24, 30).seed(7); // a 24-element dst (with pitch padding) and a 30-element src
+/// let s = Shapes::lens(0, 90).dst_array((9, 6, 4)); // a 9 × 6 × 4 CUDA array and 90 elements
+/// assert_eq!(s.dst, 9 * 6 * 4);
 /// ```
+///
+/// A buffer's extent, `(width, height, depth)` in elements with x fastest, matters only to a
+/// CUDA array, whose layout is 1-D, 2-D or 3-D: a side without one is `(len, 1, 1)` (a 1-D
+/// array, for an array side).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Shapes {
     /// The destination's length, in elements.
     pub dst: usize,
     /// The source's length (ignored by memsets and fills).
     pub src: usize,
+    /// The destination's extent as a CUDA array; `None`: `(dst, 1, 1)`. Its product must be
+    /// `dst` (else the check is `CheckError::Run` with `Error::LengthMismatch`).
+    pub dst_extent: Option<(usize, usize, usize)>,
+    /// The source's extent as a CUDA array; `None`: `(src, 1, 1)`.
+    pub src_extent: Option<(usize, usize, usize)>,
     /// The seed of every random input.
     pub seed: u64,
     /// The relative tolerance; `None`: the defaults described at [`Shapes::tolerance`].
@@ -35,9 +46,70 @@ impl Shapes {
         Shapes {
             dst,
             src,
+            dst_extent: None,
+            src_extent: None,
             seed: 0x5eed,
             tolerance: None,
         }
+    }
+
+    /// A destination that is a CUDA array of this extent (`(width, height, depth)`), of
+    /// `width · height · depth` elements.
+    pub fn dst_array(self, extent: (usize, usize, usize)) -> Shapes {
+        Shapes {
+            dst: volume(extent),
+            dst_extent: Some(extent),
+            ..self
+        }
+    }
+
+    /// A source that is a CUDA array of this extent, of `width · height · depth` elements.
+    pub fn src_array(self, extent: (usize, usize, usize)) -> Shapes {
+        Shapes {
+            src: volume(extent),
+            src_extent: Some(extent),
+            ..self
+        }
+    }
+
+    /// A typed error for an extent whose elements are not its side's length (made before any
+    /// buffer or input is).
+    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+        let sides = [
+            ("the destination", self.dst, self.dst_extent),
+            ("the source", self.src, self.src_extent),
+        ];
+        for (side, len, extent) in sides {
+            let Some((w, h, d)) = extent else { continue };
+            let what = format!("{side}'s extent {w} × {h} × {d} in `Shapes`");
+            match w.checked_mul(h).and_then(|v| v.checked_mul(d)) {
+                Some(n) if n == len => {}
+                Some(n) => {
+                    return Err(crate::Error::LengthMismatch {
+                        what,
+                        expected: len,
+                        found: n,
+                    });
+                }
+                None => {
+                    return Err(crate::Error::BadRegion {
+                        what,
+                        why: "its elements do not fit in a usize".into(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The destination's extent: the array's, or `(dst, 1, 1)`.
+    pub(crate) fn dst_ext(&self) -> (usize, usize, usize) {
+        self.dst_extent.unwrap_or((self.dst, 1, 1))
+    }
+
+    /// The source's extent: the array's, or `(src, 1, 1)`.
+    pub(crate) fn src_ext(&self) -> (usize, usize, usize) {
+        self.src_extent.unwrap_or((self.src, 1, 1))
     }
 
     /// Another seed for the random inputs.
@@ -76,6 +148,14 @@ impl Shapes {
             Dtype::Bf16 => 2f64.powi(-6),
         })
     }
+}
+
+/// The elements of an extent; one too many to count is `usize::MAX`, which no buffer of the
+/// check has, so that making it is a typed error.
+fn volume((w, h, d): (usize, usize, usize)) -> usize {
+    w.checked_mul(h)
+        .and_then(|v| v.checked_mul(d))
+        .unwrap_or(usize::MAX)
 }
 
 /// The checks a rule check runs; each [`Failure`] names one.

@@ -57,6 +57,8 @@ macro_rules! two_buffer_subject {
         pub(crate) struct $name<'r, 's, R, X: ?Sized, Y: ?Sized> {
             pub(crate) rule: &'r mut R,
             pub(crate) env: Env,
+            /// The destination's and the source's extents.
+            pub(crate) ext: [(usize, usize, usize); 2],
             pub(crate) _p: Marker<'s, fn(&X, &Y)>,
         }
 
@@ -88,10 +90,11 @@ macro_rules! two_buffer_subject {
                     nine!(dst, o, call)
                 }
                 let env = &self.env;
-                let mut y = X::make(env, &a.y)?;
-                let mut dy = make_all::<X>(env, &a.dy)?;
-                let x = Y::make(env, &a.x)?;
-                let mut dx = make_all::<Y>(env, &a.dx)?;
+                let [de, se] = self.ext;
+                let mut y = X::make(env, de, &a.y)?;
+                let mut dy = make_all::<X>(env, de, &a.dy)?;
+                let x = Y::make(env, se, &a.x)?;
+                let mut dx = make_all::<Y>(env, se, &a.dx)?;
                 let rule = &mut *self.rule;
                 by_width!(width, go[_, X, Y](rule, dst, o, &mut y, &mut dy, &x, &mut dx))?;
                 a.y = X::read(env, &y)?;
@@ -128,10 +131,11 @@ macro_rules! two_buffer_subject {
                     nine!(dst, o, call)
                 }
                 let env = &self.env;
-                let mut y = X::make(env, &a.y)?;
-                let mut dy = make_all::<X>(env, &a.dy)?;
-                let x = Y::make(env, &a.x)?;
-                let mut dx = make_all::<Y>(env, &a.dx)?;
+                let [de, se] = self.ext;
+                let mut y = X::make(env, de, &a.y)?;
+                let mut dy = make_all::<X>(env, de, &a.dy)?;
+                let x = Y::make(env, se, &a.x)?;
+                let mut dx = make_all::<Y>(env, se, &a.dx)?;
                 let rule = &mut *self.rule;
                 by_width!(width, go[_, X, Y](rule, dst, o, &mut y, &mut dy, &x, &mut dx, aug_only))?;
                 a.y = X::read(env, &y)?;
@@ -150,6 +154,8 @@ two_buffer_subject!(RegionSubject, RegionRule);
 pub(crate) struct MemsetSubject<'r, 's, R, X: ?Sized> {
     pub(crate) rule: &'r mut R,
     pub(crate) env: Env,
+    /// The destination's extent.
+    pub(crate) ext: (usize, usize, usize),
     pub(crate) _p: Marker<'s, fn(&X)>,
 }
 
@@ -175,8 +181,8 @@ where
             }
         }
         let env = &self.env;
-        let mut y = X::make(env, &a.y)?;
-        let mut dy = make_all::<X>(env, &a.dy)?;
+        let mut y = X::make(env, self.ext, &a.y)?;
+        let mut dy = make_all::<X>(env, self.ext, &a.dy)?;
         let rule = &mut *self.rule;
         by_width!(width, go[_, X](rule, dst, &mut y, &mut dy))?;
         a.y = X::read(env, &y)?;
@@ -216,8 +222,8 @@ where
             }
         }
         let env = &self.env;
-        let mut y = X::make(env, &a.y)?;
-        let mut dy = make_all::<X>(env, &a.dy)?;
+        let mut y = X::make(env, self.ext, &a.y)?;
+        let mut dy = make_all::<X>(env, self.ext, &a.dy)?;
         let rule = &mut *self.rule;
         by_width!(width, go[_, X](rule, dst, &mut y, &mut dy, aug_only))?;
         a.y = X::read(env, &y)?;
@@ -230,6 +236,8 @@ where
 pub(crate) struct FillSubject<'r, 's, R, X: ?Sized> {
     pub(crate) rule: &'r mut R,
     pub(crate) env: Env,
+    /// The destination's extent.
+    pub(crate) ext: (usize, usize, usize),
     pub(crate) _p: Marker<'s, fn(&X)>,
 }
 
@@ -281,8 +289,8 @@ where
             nine!(dst, o, call)
         }
         let env = &self.env;
-        let mut y = X::make(env, &a.y)?;
-        let mut dy = make_all::<X>(env, &a.dy)?;
+        let mut y = X::make(env, self.ext, &a.y)?;
+        let mut dy = make_all::<X>(env, self.ext, &a.dy)?;
         let rule = &mut *self.rule;
         by_width!(width, go[_, X](rule, dst, o, &mut y, &mut dy, a.v, &a.dv))?;
         a.y = X::read(env, &y)?;
@@ -339,8 +347,8 @@ where
             nine!(dst, o, call)
         }
         let env = &self.env;
-        let mut y = X::make(env, &a.y)?;
-        let mut dy = make_all::<X>(env, &a.dy)?;
+        let mut y = X::make(env, self.ext, &a.y)?;
+        let mut dy = make_all::<X>(env, self.ext, &a.dy)?;
         let rule = &mut *self.rule;
         let g = by_width!(width, go[_, X](rule, dst, o, &mut y, &mut dy, a.v, aug_only))?;
         a.y = X::read(env, &y)?;

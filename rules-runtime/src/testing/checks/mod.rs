@@ -178,6 +178,10 @@ struct References<T> {
 
 /// Every check, on `s`: see the module docs of `testing` for what each one catches.
 pub(crate) fn check_all<S: Subject>(s: &mut S, shapes: Shapes) -> Result<Report, CheckError> {
+    shapes.validate().map_err(|error| CheckError::Run {
+        during: "reading the shapes".into(),
+        error,
+    })?;
     let ns = if S::OTHER == Other::Src {
         shapes.src
     } else {
