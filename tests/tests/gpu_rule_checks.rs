@@ -2,17 +2,19 @@
 //! `rules_runtime::cudarc_rules` in the memory kinds it takes, the examples' rules (`upload`,
 //! `download`), every ready-made rule of `rules_runtime::array_rules` (1-D, 2-D and 3-D CUDA
 //! arrays, boxes at offsets, the linear side in every memory kind) and the array memsets and
-//! fills of `rules_tests::arrays`, and a wrong device rule and a wrong array rule caught.
+//! fills of `rules_tests::arrays`, pointer rules on device, pinned and unified memory, and a
+//! wrong device rule, a wrong array rule and a wrong device pointer rule caught.
 //!
 //! `#[ignore]`d like the rest of the GPU suite: without a GPU they are reported as ignored
 //! (skipped), never as passed; with `--include-ignored`, a missing driver or device fails them.
 
+use num_complex::Complex;
 use rules_runtime::array_rules::{
     array_to_array_rule, download_array_rule, from_array_rule, to_array, to_array_rule,
     upload_array_rule,
 };
 use rules_runtime::cudarc::driver::{
-    CudaSlice, CudaStream, DriverError, PinnedHostSlice, UnifiedSlice,
+    CudaSlice, CudaStream, DriverError, PinnedHostSlice, UnifiedSlice, sys,
 };
 use rules_runtime::cudarc_rules::{
     memcpy_dtod_rule, memcpy_dtoh_rule, memcpy_htod_rule, memset_zeros_rule,
@@ -20,7 +22,8 @@ use rules_runtime::cudarc_rules::{
 use rules_runtime::derivative_rule;
 use rules_runtime::memory::array::CudaArray;
 use rules_runtime::testing::{
-    Check, Report, Shapes, check_copy, check_fill, check_memset, check_region,
+    Check, Report, Shapes, check_copy, check_fill, check_memset, check_raw_copy, check_raw_fill,
+    check_raw_memset, check_region,
 };
 use rules_tests::arrays::{
     fill_array_rows_rule, fill_array_rule, zero_array_rows_rule, zero_array_rule,
@@ -274,7 +277,7 @@ fn array_to_array_and_whole_arrays() {
         "upload_array, 2-D, f16",
     );
     passed(
-        check_region::<CudaArray<num_complex::Complex<f32>>, [num_complex::Complex<f32>], _>(
+        check_region::<CudaArray<Complex<f32>>, [Complex<f32>], _>(
             &mut upload_array_rule(&s),
             Shapes::len(33),
         ),
@@ -355,6 +358,193 @@ fn a_wrong_array_rule_is_caught() {
     assert!(
         e.to_string()
             .contains("the primitive writes 36 element(s) of dst, the rule's forward writes 72"),
+        "{e}"
+    );
+}
+
+// ---- Pointer rules on device, pinned and unified memory ---------------------------------------
+
+/// Bytes from one address to another, on the stream (the driver reads the kinds from the
+/// unified address space).
+///
+/// # Safety
+/// Both ranges valid for `n` elements, ordered on `stream`.
+unsafe fn memcpy<T>(
+    stream: &CudaStream,
+    d: *mut T,
+    s: *const T,
+    n: usize,
+) -> Result<(), DriverError> {
+    let bytes = n * size_of::<T>();
+    unsafe { sys::cuMemcpyAsync(d as u64, s as u64, bytes, stream.cu_stream()).result() }
+}
+
+/// Device → device at element offsets, any element type.
+///
+/// # Safety
+/// `dst + doff .. + n` and `src + soff .. + n` valid device memory, disjoint.
+#[derivative_rule(copy, dst = device, src = device)]
+unsafe fn copy_d2d<T>(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut T,
+    #[dst_offset] doff: usize,
+    #[src] src: *const T,
+    #[src_offset] soff: usize,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    unsafe { memcpy(stream, dst.wrapping_add(doff), src.wrapping_add(soff), n) }
+}
+
+/// Host → device, complex data.
+///
+/// # Safety
+/// `dst .. + n` valid device memory, `src .. + n` valid host memory.
+#[derivative_rule(copy, dst = device, src = host)]
+unsafe fn copy_h2d(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut Complex<f64>,
+    #[src] src: *const Complex<f64>,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    unsafe { memcpy(stream, dst, src, n)? };
+    // Pageable host memory is read before the call returns.
+    stream.synchronize()
+}
+
+/// Device → host.
+///
+/// # Safety
+/// `dst .. + n` valid host memory, `src .. + n` valid device memory.
+#[derivative_rule(copy, dst = host, src = device)]
+unsafe fn copy_d2h(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    unsafe { memcpy(stream, dst, src, n)? };
+    stream.synchronize()
+}
+
+/// Pinned → unified.
+///
+/// # Safety
+/// `dst .. + n` valid unified memory, `src .. + n` valid pinned memory.
+#[derivative_rule(copy, dst = unified, src = pinned)]
+unsafe fn copy_pinned_to_unified(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    unsafe { memcpy(stream, dst, src, n) }
+}
+
+/// A device memset of a run to zero (`cuMemsetD32Async`).
+///
+/// # Safety
+/// `dst + off .. + n` valid device memory.
+#[derivative_rule(memset, dst = device)]
+unsafe fn zero_d32(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut f32,
+    #[dst_offset] off: usize,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    let d = dst.wrapping_add(off) as u64;
+    unsafe { sys::cuMemsetD32Async(d, 0, n, stream.cu_stream()).result() }
+}
+
+/// A device fill of a run with an f32 value (its bits, by `cuMemsetD32Async`).
+///
+/// # Safety
+/// `dst + off .. + n` valid device memory.
+#[derivative_rule(fill, dst = device)]
+unsafe fn fill_d32(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut f32,
+    #[dst_offset] off: usize,
+    #[len] n: usize,
+    #[value] v: f32,
+) -> Result<(), DriverError> {
+    let d = dst.wrapping_add(off) as u64;
+    unsafe { sys::cuMemsetD32Async(d, v.to_bits(), n, stream.cu_stream()).result() }
+}
+
+/// Device → device of all but the last element: its rule's reverse is a whole run's.
+///
+/// # Safety
+/// As [`copy_d2d`].
+#[derivative_rule(copy, dst = device, src = device)]
+unsafe fn copy_d2d_short(
+    stream: &Arc<CudaStream>,
+    #[dst] dst: *mut f32,
+    #[src] src: *const f32,
+    #[len] n: usize,
+) -> Result<(), DriverError> {
+    unsafe { memcpy(stream, dst, src, n.saturating_sub(1)) }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn device_pointer_rules() {
+    let s = gpu();
+    // SAFETY: every run lies within its shape, on memory of the kinds each rule declares.
+    unsafe {
+        // d2d(doff 2, soff 1, n 5) on a dst of 9 and a src of 8: the footprint is dst[2..7].
+        let r = passed(
+            check_raw_copy::<f32, _>(&mut copy_d2d_rule(&s, 2, 1, 5), Shapes::lens(9, 8)),
+            "device ← device, pointers, f32",
+        );
+        assert_eq!(r.footprint, vec![2, 3, 4, 5, 6]);
+        passed(
+            check_raw_copy::<Complex<f64>, _>(
+                &mut copy_d2d_rule(&s, 0, 3, 1000),
+                Shapes::lens(1000, 1003),
+            ),
+            "device ← device, pointers, complex f64",
+        );
+        passed(
+            check_raw_copy::<half::bf16, _>(&mut copy_d2d_rule(&s, 1, 0, 7), Shapes::lens(8, 7)),
+            "device ← device, pointers, bf16",
+        );
+        passed(
+            check_raw_copy(&mut copy_h2d_rule(&s, 33), Shapes::len(33)),
+            "device ← host, pointers, complex f64",
+        );
+        passed(
+            check_raw_copy(&mut copy_d2h_rule(&s, 1031), Shapes::len(1031)),
+            "host ← device, pointers",
+        );
+        passed(
+            check_raw_copy(&mut copy_pinned_to_unified_rule(&s, 64), Shapes::len(64)),
+            "unified ← pinned, pointers",
+        );
+        let r = passed(
+            check_raw_memset(&mut zero_d32_rule(&s, 3, 10), Shapes::len(17)),
+            "memset device, pointer",
+        );
+        assert_eq!(r.footprint, (3..13).collect::<Vec<_>>());
+        let r = passed(
+            check_raw_fill(&mut fill_d32_rule(&s, 1, 5), Shapes::len(9)),
+            "fill device, pointer",
+        );
+        assert_eq!(r.footprint, (1..6).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_wrong_device_pointer_rule_is_caught() {
+    let s = gpu();
+    // SAFETY: the run of 16 lies within both shapes, on device memory.
+    let e =
+        unsafe { check_raw_copy(&mut copy_d2d_short_rule(&s, 16), Shapes::len(16)) }.unwrap_err();
+    assert!(e.failed(Check::Footprint), "{e}");
+    assert!(e.failed(Check::DotProduct), "{e}");
+    assert!(
+        e.to_string()
+            .contains("the primitive writes 15 element(s) of dst, the rule's forward writes 16"),
         "{e}"
     );
 }

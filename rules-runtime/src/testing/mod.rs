@@ -82,6 +82,7 @@
 
 mod buffers;
 mod checks;
+mod pointers;
 mod raw;
 mod report;
 mod subjects;
