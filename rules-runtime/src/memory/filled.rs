@@ -57,7 +57,7 @@ fn bytes_of<T: Differentiable>(data: &[T]) -> &[u8] {
 /// The elements whose bytes `bytes` holds (its length a multiple of the element's size).
 fn from_bytes<T: Differentiable>(bytes: &[u8]) -> Result<Vec<T>> {
     let size = size_of::<T>();
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return Err(Error::LengthMismatch {
             what: "the bytes of a buffer of elements".into(),
             expected: bytes.len().next_multiple_of(size),
@@ -123,8 +123,7 @@ impl<T: Differentiable> KindBuffer<T> {
                     dst: kind,
                     src: kind,
                     why: "a CUDA array has no address: check a rule that takes `&CudaArray` \
-                          with `testing::check_region`"
-                        .into(),
+                          with `testing::check_region`",
                 });
             }
         })

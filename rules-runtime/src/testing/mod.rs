@@ -4,7 +4,7 @@
 //!
 //! [`check_copy`], [`check_region`], [`check_memset`] and [`check_fill`] take a rule object and
 //! the buffers' lengths ([`Shapes`]), make the buffers themselves ([`TestBuffer`]: host slices
-//! and `Vec`s, `CudaSlice`, `PinnedHostSlice`, `UnifiedSlice`), and check the rule against its
+//! and `Vec`s, `CudaSlice`, `PinnedHostSlice`, `UnifiedSlice`, `CudaArray`), and check the rule against its
 //! own primitive, which they reach through the rule: `forward(Const(&mut y), Const(&x))` runs the
 //! primitive alone. In the spirit of EnzymeTestUtils' `test_forward` / `test_reverse` and
 //! ChainRulesTestUtils' `test_frule` / `test_rrule`:
@@ -65,11 +65,17 @@
 //! rule's stream (device 0 for a rule that names none); without a GPU a device check is
 //! `CheckError::Run` with the runtime's `Error::NoDriver` or `NoDevice`, never a panic.
 //!
+//! CUDA arrays ([`CudaArray`](crate::memory::array::CudaArray)) are buffers too: give a side's
+//! extent with [`Shapes::dst_array`] / [`Shapes::src_array`] (a side without one is a 1-D
+//! array of its length), and the check makes the arrays and reads them back whole through the
+//! runtime's host copies: `check_region::<CudaArray<f32>, CudaSlice<f32>, _>(&mut
+//! to_array_rule(&stream, 2, 1, 1, 24, 5, 5, 4, 3), Shapes::lens(0, 90).dst_array((9, 6, 4)))`.
+//!
 //! Pointer rules: [`check_raw_copy`], [`check_raw_region`], [`check_raw_memset`] and
-//! [`check_raw_fill`] run the same checks on host memory through `Vec`s' pointers (`unsafe`:
-//! the caller vouches that the rule's offsets and lengths fit the shapes). Pointer rules on
-//! device memory are not covered: check the same primitive written on cudarc buffers.
-//! Views (`CudaView`, `CudaViewMut`) and CUDA arrays have no [`TestBuffer`]: see its docs.
+//! [`check_raw_fill`] run the same checks through the addresses of buffers of the memory kind
+//! each side declares (`Vec`s for `host`; device, pinned or unified memory on the rule's
+//! context), `unsafe`: the caller vouches that the rule's offsets and lengths fit the shapes.
+//! Views (`CudaView`, `CudaViewMut`) have no [`TestBuffer`]: see its docs.
 //!
 //! # Lower-level checks
 //!

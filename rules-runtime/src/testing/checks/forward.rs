@@ -4,9 +4,12 @@
 #![forbid(unsafe_code)]
 
 use super::run::{Run, axpy, call_name, close};
-use super::{Act, Inputs, Other, Subject, Tangents};
+use super::{Act, FwdRef, Inputs, Other, Subject, Tangents};
 use crate::element::Differentiable;
 use crate::testing::report::{Check, CheckError};
+
+/// The primitive's result on the inputs, and the forward references.
+type Forwarded<T> = (Vec<T>, FwdRef<T>);
 
 /// For each lane, the width-1 `Duplicated` forward, with the other argument's tangent as drawn
 /// and then zero (its tangent when the other argument is `Const`); for lane 0 both against
@@ -16,7 +19,7 @@ use crate::testing::report::{Check, CheckError};
 pub(super) fn check<S: Subject>(
     run: &mut Run<'_, S>,
     i: &Inputs<S::T>,
-) -> Result<(Vec<S::T>, Vec<Vec<Vec<S::T>>>), CheckError> {
+) -> Result<Forwarded<S::T>, CheckError> {
     let fx = run.primal(&i.y0, &i.x0, i.v0)?;
     let zero_other =
         |(vy, vx, _): &Tangents<S::T>| (vy.clone(), vec![S::T::zero(); vx.len()], S::T::zero());

@@ -166,14 +166,19 @@ impl<T: Differentiable> Inputs<T> {
     }
 }
 
+/// Per lane: the forward's `d_dst` with the other argument's tangent as drawn, then zero.
+type FwdRef<T> = Vec<Vec<Vec<T>>>;
+/// Per lane: the reverse's `d_dst`, `d_src` and the value's gradient.
+type RevRef<T> = Vec<(Vec<T>, Option<Vec<T>>, Option<T>)>;
+
 /// What the width-1 `Duplicated` calls gave, against which every other call is compared.
 struct References<T> {
     /// The primitive's result on `y0`, `x0`, `v0`.
     fx: Vec<T>,
-    /// Per lane: the forward's `d_dst` with the other argument's tangent as drawn, then zero.
-    fwd: Vec<Vec<Vec<T>>>,
-    /// Per lane: the reverse's `d_dst`, `d_src` and the value's gradient.
-    rev: Vec<(Vec<T>, Option<Vec<T>>, Option<T>)>,
+    /// The forward references ([`FwdRef`]).
+    fwd: FwdRef<T>,
+    /// The reverse references ([`RevRef`]).
+    rev: RevRef<T>,
 }
 
 /// Every check, on `s`: see the module docs of `testing` for what each one catches.

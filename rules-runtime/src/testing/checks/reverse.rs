@@ -5,11 +5,8 @@
 #![forbid(unsafe_code)]
 
 use super::run::{Run, axpy, call_name};
-use super::{Act, Inputs, Other, Subject};
+use super::{Act, FwdRef, Inputs, Other, RevRef, Subject};
 use crate::testing::report::{Check, CheckError, Failure};
-
-/// Per lane, the reverse's `d_dst`, `d_src` and value gradient.
-type RevRef<T> = Vec<(Vec<T>, Option<Vec<T>>, Option<T>)>;
 
 /// For each lane, the width-1 `Duplicated` reverse seeded with `w` in `d_dst` on top of `u` in
 /// `d_src`; for lane 0 the dot product with the forward reference `fwd[0][0]` (`J v`), read back
@@ -19,7 +16,7 @@ pub(super) fn check<S: Subject>(
     run: &mut Run<'_, S>,
     i: &Inputs<S::T>,
     fx: &[S::T],
-    fwd: &[Vec<Vec<S::T>>],
+    fwd: &FwdRef<S::T>,
 ) -> Result<RevRef<S::T>, CheckError> {
     let mut rev_ref = Vec::new();
     for (k, l) in i.cot.iter().enumerate() {
