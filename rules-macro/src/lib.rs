@@ -54,7 +54,7 @@ use proc_macro::TokenStream;
 ///   the choices named: slice the buffer at the call, take the pointer form (`#[dst_offset]`,
 ///   `#[len]`), give it its role, or mark it `#[inert]`: the user's word that it changes neither
 ///   which elements are written nor their values (a label, a counter, a chunk size). Labels
-///   (`&str`, `String`) and contexts (`&Arc<CudaContext>`) pass as they are.
+///   (`&str`, `&String`) and contexts (`&Arc<CudaContext>`) pass as they are.
 /// - A parameter's doc comments (which rustc does not allow on parameters) are taken off the
 ///   primal into the rule item's documentation.
 /// - Options: `crate = path` (a renamed runtime), `rule = name` (the rule item's name), and

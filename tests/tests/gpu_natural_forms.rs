@@ -30,8 +30,8 @@ fn checked() -> bool {
 
 fn show(name: &str, r: &Result<Report, CheckError>) {
     match r {
-        Ok(rep) => eprintln!("GPUHUNT {name}: PASS footprint={:?}", rep.footprint),
-        Err(e) => eprintln!("GPUHUNT {name}: {e}"),
+        Ok(rep) => eprintln!("form {name}: PASS footprint={:?}", rep.footprint),
+        Err(e) => eprintln!("form {name}: {e}"),
     }
 }
 
@@ -221,7 +221,7 @@ fn g3_views_round_trip_and_a_narrowed_view() {
         Duplicated::new(&mut y.slice_mut(..), &mut dy.slice_mut(..)),
         Const(&xv),
     );
-    eprintln!("GPUHUNT G3b forward: {r:?}");
+    eprintln!("form G3b forward: {r:?}");
     assert_eq!(matches!(r, Err(Error::PrimalDisagrees(_))), checked());
 }
 
@@ -353,7 +353,7 @@ fn g7_raw_device_pointers_in_checked_mode() {
         )
     };
     eprintln!(
-        "GPUHUNT G7 n+1 forward: {r:?} (outside the box: checked mode is documented not to see it)"
+        "form G7 n+1 forward: {r:?} (outside the box: checked mode is documented not to see it)"
     );
     assert!(r.is_ok());
     // SAFETY: as above.
@@ -363,7 +363,7 @@ fn g7_raw_device_pointers_in_checked_mode() {
             Const(xp as *const f32),
         )
     };
-    eprintln!("GPUHUNT G7b half forward: {r:?}");
+    eprintln!("form G7b half forward: {r:?}");
     assert_eq!(matches!(r, Err(Error::PrimalDisagrees(_))), checked());
 }
 
@@ -398,7 +398,7 @@ fn g8_a_copy_on_another_stream_than_the_marked_one() {
     a.synchronize().unwrap();
     let r = g8_marked_other_rule(&a, &b).forward(Duplicated::new(&mut y, &mut dy), Const(&x));
     eprintln!(
-        "GPUHUNT G8 forward n = 2^26: {:?}",
+        "form G8 forward n = 2^26: {:?}",
         r.as_ref().map_err(|e| e.to_string())
     );
 }

@@ -76,8 +76,10 @@ pub fn vec_assign(#[dst] dst: &mut Vec<f32>, #[src] src: &Vec<f32>) {
 fn a_reallocating_primitive_is_not_blamed_on_the_caller() {
     let x = vec![1.0f32, 2.0, 3.0];
     let (mut y, mut dy, mut dx) = (vec![0.0f32; 3], vec![0.0f32; 3], vec![0.0f32; 3]);
-    let r = vec_assign_rule()
-        .augmented_primal(Duplicated::new(&mut y, &mut dy), Duplicated::new(&x, &mut dx));
+    let r = vec_assign_rule().augmented_primal(
+        Duplicated::new(&mut y, &mut dy),
+        Duplicated::new(&x, &mut dx),
+    );
     match r {
         Err(Error::Primal(e)) => {
             let t = e.to_string();
@@ -121,8 +123,16 @@ fn a_lane_violation_stops_at_that_lane() {
         other => panic!("{other:?}"),
     }
     assert_eq!(a, [2.0; 4], "lane 0 holds its checked tangent");
-    assert_eq!(b, [3.0, 3.0, 3.0, 7.0], "lane 1 holds what its call wrote, and no more");
-    assert_eq!((c, d), (vec![2.0; 4], vec![3.0; 4]), "the sources are untouched");
+    assert_eq!(
+        b,
+        [3.0, 3.0, 3.0, 7.0],
+        "lane 1 holds what its call wrote, and no more"
+    );
+    assert_eq!(
+        (c, d),
+        (vec![2.0; 4], vec![3.0; 4]),
+        "the sources are untouched"
+    );
 }
 
 #[allow(dead_code)]

@@ -75,6 +75,25 @@ impl Shapes {
     /// A typed error for an extent whose elements are not its side's length (made before any
     /// buffer or input is).
     pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+        // A NaN or negative tolerance would let every comparison pass, or none.
+        if let Some(tol) = self.tolerance
+            && !(tol.is_finite() && tol >= 0.0)
+        {
+            return Err(crate::Error::BadRegion {
+                what: format!("the tolerance {tol} in `Shapes`"),
+                why: "a tolerance is a finite number, 0 or more".into(),
+            });
+        }
+        // Lengths whose bytes cannot be allocated (16 bytes is the largest element) are refused
+        // here rather than panicking in an allocation.
+        for (side, len) in [("the destination", self.dst), ("the source", self.src)] {
+            if len > isize::MAX as usize / 16 {
+                return Err(crate::Error::BadRegion {
+                    what: format!("{side}'s length {len} in `Shapes`"),
+                    why: "its elements cannot be allocated".into(),
+                });
+            }
+        }
         let sides = [
             ("the destination", self.dst, self.dst_extent),
             ("the source", self.src, self.src_extent),
