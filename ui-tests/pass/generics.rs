@@ -43,3 +43,4 @@ fn main() {
     unsafe { generic_ptr_rule(3).forward(Const(y.as_mut_ptr()), Const(x.as_ptr())) }.unwrap();
     assert_eq!((y, yd), (x, xd));
 }
+

@@ -43,7 +43,22 @@ impl Generator<'_> {
             .zip(&self.rest_tys)
             .map(|((n, cfg), ty)| quote!(#(#cfg)* #n: #ty));
         let fields: Vec<TokenStream> = fields.collect();
-        let unnamed = &self.unnamed;
+        // A const parameter is not a type: the marker holds it as `[(); N]`.
+        let consts: Vec<String> = self
+            .rule
+            .func
+            .sig
+            .generics
+            .const_params()
+            .map(|c| c.ident.to_string())
+            .collect();
+        let unnamed = self.unnamed.iter().map(|i| {
+            if consts.contains(&i.to_string()) {
+                quote!([(); #i])
+            } else {
+                quote!(#i)
+            }
+        });
         // The fields' lifetimes too: a field may be configured out.
         let lifetimes = &self.fresh[..self.rest_fresh];
         let marker = quote!(
@@ -186,16 +201,38 @@ impl Generator<'_> {
                 args.push(quote!(#l));
             }
         }
-        for g in &self.rule.func.sig.generics.params {
+        // The user's parameters the struct leaves out: a kept parameter's bound that names one
+        // (`L: PartialEq<T>`, `T` only in a buffer's type) cannot be written on the struct, and
+        // is not needed there (the impl repeats every bound).
+        let generics = &self.rule.func.sig.generics;
+        let left_out: Vec<String> = generics
+            .params
+            .iter()
+            .map(|g| match g {
+                GenericParam::Lifetime(l) => format!("'{}", l.lifetime.ident),
+                GenericParam::Type(t) => t.ident.to_string(),
+                GenericParam::Const(c) => c.ident.to_string(),
+            })
+            .filter(|n| !used.contains(n) && !unnamed.contains(n))
+            .collect();
+        for g in &generics.params {
             let (name, d) = match g {
                 GenericParam::Lifetime(l) => {
                     let lt = &l.lifetime;
                     (format!("'{}", lt.ident), quote!(#lt))
                 }
                 GenericParam::Type(t) => {
-                    let (i, b) = (&t.ident, &t.bounds);
-                    let colon = t.colon_token.map(|_| quote!(:));
-                    (i.to_string(), quote!(#i #colon #b))
+                    let i = &t.ident;
+                    let b: Vec<_> = t
+                        .bounds
+                        .iter()
+                        .filter(|b| {
+                            let named = idents(b.to_token_stream());
+                            !left_out.iter().any(|n| named.contains(n))
+                        })
+                        .collect();
+                    let colon = (!b.is_empty()).then(|| quote!(:));
+                    (i.to_string(), quote!(#i #colon #(#b)+*))
                 }
                 GenericParam::Const(c) => {
                     let (i, ty) = (&c.ident, &c.ty);
