@@ -356,10 +356,14 @@ fn g7_raw_device_pointers_in_checked_mode() {
         "form G7 n+1 forward: {r:?} (outside the box: checked mode is documented not to see it)"
     );
     assert!(r.is_ok());
+    // A fresh destination: the first call left `y` equal to `x`, so a copy of half of it would
+    // find the other half already agreeing.
+    let mut y2 = s.clone_htod(&[0.0f32; 5]).unwrap();
+    let (y2p, _g4) = y2.device_ptr_mut(&s);
     // SAFETY: as above.
     let r = unsafe {
         g7b_raw_half_rule(&s, 4).forward(
-            Duplicated::new(yp as *mut f32, dyp as *mut f32),
+            Duplicated::new(y2p as *mut f32, dyp as *mut f32),
             Const(xp as *const f32),
         )
     };

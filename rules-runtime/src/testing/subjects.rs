@@ -22,35 +22,6 @@ pub(crate) fn bad_width(width: usize) -> Error {
     }
 }
 
-/// Expands `$go!(dst, other)` for the activity pair, as the activity types' names.
-macro_rules! nine {
-    ($dst:expr, $o:expr, $go:ident) => {
-        match ($dst, $o) {
-            (Act::Const, Act::Const) => $go!(Const, Const),
-            (Act::Const, Act::Dup) => $go!(Const, Duplicated),
-            (Act::Const, Act::Only) => $go!(Const, DuplicatedOnly),
-            (Act::Dup, Act::Const) => $go!(Duplicated, Const),
-            (Act::Dup, Act::Dup) => $go!(Duplicated, Duplicated),
-            (Act::Dup, Act::Only) => $go!(Duplicated, DuplicatedOnly),
-            (Act::Only, Act::Const) => $go!(DuplicatedOnly, Const),
-            (Act::Only, Act::Dup) => $go!(DuplicatedOnly, Duplicated),
-            (Act::Only, Act::Only) => $go!(DuplicatedOnly, DuplicatedOnly),
-        }
-    };
-}
-
-/// Calls `$f::<N>(..)` for the width.
-macro_rules! by_width {
-    ($width:expr, $f:ident [$($g:tt),*] ( $($arg:expr),* )) => {
-        match $width {
-            1 => $f::<$($g,)* 1>($($arg),*),
-            2 => $f::<$($g,)* 2>($($arg),*),
-            3 => $f::<$($g,)* 3>($($arg),*),
-            w => Err(bad_width(w)),
-        }
-    };
-}
-
 /// A two-buffer rule (`dst ← src`) of trait `$tr`.
 macro_rules! two_buffer_subject {
     ($name:ident, $tr:ident) => {
