@@ -2,6 +2,8 @@
 //!
 //! cargo test -p rules-tests --test natural_form_promises
 //! cargo test -p rules-tests --features checked --test natural_form_promises
+// `&Vec` buffers are the form under test: a primitive that resizes or reallocates one.
+#![allow(clippy::ptr_arg)]
 
 use rules_runtime::Error;
 use rules_runtime::prelude::*;
@@ -110,10 +112,10 @@ fn a_lane_violation_stops_at_that_lane() {
         return;
     }
     CALLS.store(0, Ordering::SeqCst);
-    let x = vec![1.0f32; 4];
-    let mut y = vec![0.0f32; 4];
-    let (mut a, mut b) = (vec![7.0f32; 4], vec![7.0f32; 4]);
-    let (mut c, mut d) = (vec![2.0f32; 4], vec![3.0f32; 4]);
+    let x = [1.0f32; 4];
+    let mut y = [0.0f32; 4];
+    let (mut a, mut b) = ([7.0f32; 4], [7.0f32; 4]);
+    let (mut c, mut d) = ([2.0f32; 4], [3.0f32; 4]);
     let r = every_third_call_short_rule().forward(
         Duplicated::batch(&mut y[..], [&mut a[..], &mut b[..]]),
         Duplicated::batch(&x[..], [&mut c[..], &mut d[..]]),
@@ -128,11 +130,7 @@ fn a_lane_violation_stops_at_that_lane() {
         [3.0, 3.0, 3.0, 7.0],
         "lane 1 holds what its call wrote, and no more"
     );
-    assert_eq!(
-        (c, d),
-        (vec![2.0; 4], vec![3.0; 4]),
-        "the sources are untouched"
-    );
+    assert_eq!((c, d), ([2.0; 4], [3.0; 4]), "the sources are untouched");
 }
 
 #[allow(dead_code)]

@@ -6,7 +6,8 @@
 //!
 //! `cargo test -p rules-tests --test natural_forms -- --nocapture` and
 //! `cargo test -p rules-tests --features checked --test natural_forms -- --nocapture`.
-#![allow(clippy::needless_range_loop)]
+// The forms under test are users': `&Vec` buffers, `vec!` where an array would do.
+#![allow(clippy::needless_range_loop, clippy::ptr_arg, clippy::useless_vec)]
 
 use rules_runtime::prelude::*;
 use rules_runtime::testing::{
