@@ -572,7 +572,7 @@ pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) 
 }
 
 /// As [`check_len`], with the name made only on a mismatch: a call's success path formats no
-/// `String` (issue 22: the names of a call's lanes cost more than its length checks).
+/// `String` (the names of a call's lanes cost more than its length checks).
 pub(crate) fn check_len_with(
     what: impl FnOnce() -> String,
     expected: usize,
