@@ -43,6 +43,8 @@ pub mod readme {
 mod pages {
     #[doc = include_str!("../../README.md")]
     struct Readme;
+    #[doc = include_str!("../../rules-runtime/README.md")]
+    struct RuntimeReadme;
     #[doc = include_str!("../../docs/arrays.md")]
     struct Arrays;
     #[doc = include_str!("../../docs/multi-gpu.md")]
