@@ -6,7 +6,9 @@
 //!
 //! `cargo test -p rules-tests --test natural_forms -- --nocapture` and
 //! `cargo test -p rules-tests --features checked --test natural_forms -- --nocapture`.
-#![allow(clippy::needless_range_loop)]
+// `&Vec` parameters and `vec!` buffers are the forms users write (some primitives resize their
+// `Vec`): the point of these tests, not something to tidy.
+#![allow(clippy::needless_range_loop, clippy::ptr_arg, clippy::useless_vec)]
 
 use rules_runtime::prelude::*;
 use rules_runtime::testing::{
