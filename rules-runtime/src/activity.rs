@@ -227,7 +227,8 @@ impl<P, S, const N: usize> Activity for DuplicatedOnly<P, S, N> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an activity for a destination of type `&mut {X}`",
     label = "expected `Const(&mut x)`, `Duplicated::new(&mut x, &mut dx)` or `DuplicatedOnly::new(&mut x, &mut dx)`",
-    note = "the primal and every shadow of a destination are `&mut {X}`"
+    note = "the primal and every shadow of a destination are `&mut {X}`",
+    note = "where the primitive takes a slice (`&mut [T]`), a `Vec`, array or `Box<[T]>` is given as one: `Duplicated::new(&mut y[..], &mut dy[..])`"
 )]
 pub trait DstArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     /// The primal buffer.
@@ -251,7 +252,8 @@ pub trait DstArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     message = "`{Self}` is not an activity for a source of type `&{X}`",
     label = "expected `Const(&x)`, `Duplicated::new(&x, &mut dx)` or `DuplicatedOnly::new(&x, &mut dx)`",
     note = "a source's primal is `&{X}`, its shadows `&mut` (the reverse pass accumulates into them): write `Duplicated::new(&x, &mut dx)`, not `&dx`",
-    note = "a shadow has its primal's type, or, in cudarc device memory, another writable cudarc type: a `&CudaView<T>` or `&CudaSlice<T>` source takes `&mut CudaViewMut<T>` shadows, a `&CudaView<T>` or `&CudaViewMut<T>` source `&mut CudaSlice<T>` shadows"
+    note = "a shadow has its primal's type, or, in cudarc device memory, another writable cudarc type: a `&CudaView<T>` or `&CudaSlice<T>` source takes `&mut CudaViewMut<T>` shadows, a `&CudaView<T>` or `&CudaViewMut<T>` source `&mut CudaSlice<T>` shadows",
+    note = "where the primitive takes a slice (`&[T]`), a `Vec`, array or `Box<[T]>` is given as one: `Duplicated::new(&x[..], &mut dx[..])`, `Const(&x[..])`"
 )]
 pub trait SrcArg<X: ?Sized>: Activity + sealed::OfRefs<X> {
     /// The buffer type of the shadows: `X`, or, for a source in cudarc device memory, the

@@ -149,7 +149,11 @@ pub enum Error {
         op: &'static str,
     },
 
-    /// A CUDA driver call failed.
+    /// A CUDA driver call failed: one of the runtime's own, or, through `From<DriverError>`, one
+    /// of the caller's (`stream.alloc_zeros(n)?` in a function returning [`Result`]; `op` is then
+    /// "a cudarc call"). A rule never answers this for its primitive's failure: whatever the
+    /// primitive returns, an `Error::Driver` that `?` made inside it included, is
+    /// [`Error::Primal`], so that a primal's own error is told apart from the runtime's.
     #[error("CUDA driver error in {op}: {message}")]
     Driver {
         /// The operation that failed.
@@ -201,12 +205,17 @@ pub enum Error {
         to: usize,
     },
 
-    /// The user's primal copy function returned an error. A cudarc [`DriverError`] is held as a
-    /// [`PrimalDriverError`] (downcast to that), which formats without the driver. Build this
-    /// variant with [`Error::primal`], which does that conversion (generated rules do); a cudarc
-    /// `DriverError` put here directly is still shown (`Display` and `Debug`) as
-    /// [`PrimalDriverError`] shows it. Its [`source`](std::error::Error::source) is the error
-    /// itself, whose own formatting is the caller's.
+    /// The user's primal copy function returned an error. A cudarc [`DriverError`], by value or
+    /// boxed (`Box<DriverError>`), is held as a [`PrimalDriverError`] (downcast to that), which
+    /// formats without the driver. Build this variant with [`Error::primal`], which does that
+    /// conversion (generated rules do); a cudarc `DriverError` put here directly, or boxed, is
+    /// still shown (`Display` and `Debug`) as [`PrimalDriverError`] shows it. An error of the
+    /// primal's own type is shown by its `Display`; where its chain of
+    /// [`source`](std::error::Error::source)s holds a cudarc `DriverError`, `Debug` shows that
+    /// `Display` and the chain (the driver's error by its code) instead of the type's own `Debug`,
+    /// which would show cudarc's. Its [`source`](std::error::Error::source) is the error itself,
+    /// whose own formatting is the caller's (a `Display` that shows a cudarc `DriverError`, as
+    /// `#[error("{0}")]` does, needs the driver: show its code, `e.0`, instead).
     #[error("the primal copy failed: {}", primal_text(.0))]
     Primal(#[source] PrimalError),
 
@@ -335,13 +344,15 @@ impl fmt::Display for PrimalDisagreement {
 
 impl Error {
     /// Wraps an error returned by the user's primal function (what generated rules do with it).
-    /// A cudarc [`DriverError`], by value or boxed, becomes a [`PrimalDriverError`]: cudarc's
-    /// own `Display` and `Debug` ask the driver for its text and panic where the driver is
-    /// missing, and this error must format everywhere.
+    /// A cudarc [`DriverError`], by value, boxed (`Box<DriverError>`, which `Into` boxes again)
+    /// or in a `Box<dyn Error + Send + Sync>`, becomes a [`PrimalDriverError`]: cudarc's own
+    /// `Display` and `Debug` ask the driver for its text and panic where the driver is missing,
+    /// and this error must format everywhere.
     pub fn primal(e: impl Into<PrimalError>) -> Self {
-        match e.into().downcast::<DriverError>() {
-            Ok(d) => Error::Primal(Box::new(PrimalDriverError(*d))),
-            Err(e) => Error::Primal(e),
+        let e: PrimalError = e.into();
+        match driver_error_of(&*e) {
+            Some(d) => Error::Primal(Box::new(PrimalDriverError(d))),
+            None => Error::Primal(e),
         }
     }
 
@@ -402,6 +413,52 @@ impl fmt::Debug for PrimalDriverError {
 }
 
 impl std::error::Error for PrimalDriverError {}
+
+/// `?` on a cudarc call in a function that returns [`Result`]: [`Error::Driver`], the driver's
+/// text only where the driver is loaded (cudarc's `Display` asks it, and panics without it).
+impl From<DriverError> for Error {
+    fn from(e: DriverError) -> Self {
+        crate::cuda::driver("a cudarc call")(e)
+    }
+}
+
+/// The cudarc [`DriverError`] that `e` is, by value or boxed.
+fn driver_error_of(e: &(dyn std::error::Error + 'static)) -> Option<DriverError> {
+    e.downcast_ref::<DriverError>()
+        .or_else(|| e.downcast_ref::<Box<DriverError>>().map(|b| &**b))
+        .copied()
+}
+
+/// Whether a cudarc [`DriverError`] is in the chain of `e`'s sources.
+fn driver_error_below(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut link = e.source();
+    while let Some(l) = link {
+        if driver_error_of(l).is_some() {
+            return true;
+        }
+        link = l.source();
+    }
+    false
+}
+
+/// The sources of a primal's error, for `Debug`: each by its `Display`, a cudarc
+/// [`DriverError`] as [`PrimalDriverError`] shows it.
+struct Sources<'a>(&'a (dyn std::error::Error + 'static));
+
+impl fmt::Debug for Sources<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        let mut link = self.0.source();
+        while let Some(l) = link {
+            match driver_error_of(l) {
+                Some(d) => list.entry(&PrimalDriverError(d)),
+                None => list.entry(&l.to_string()),
+            };
+            link = l.source();
+        }
+        list.finish()
+    }
+}
 
 /// Formats like a derived `Debug`, except that a primal's cudarc `DriverError` is shown as
 /// [`PrimalDriverError`] shows it (cudarc's own `Debug` needs the driver).
@@ -475,10 +532,16 @@ impl fmt::Debug for Error {
             }
             Error::NoPeerAccess { from, to } => fields!("NoPeerAccess", from, to),
             Error::PrimalDisagrees(d) => f.debug_tuple("PrimalDisagrees").field(d).finish(),
-            Error::Primal(e) => match e.downcast_ref::<DriverError>() {
+            Error::Primal(e) => match driver_error_of(&**e) {
                 Some(d) => f
                     .debug_tuple("Primal")
-                    .field(&PrimalDriverError(*d))
+                    .field(&PrimalDriverError(d))
+                    .finish(),
+                // The type's own `Debug` would show cudarc's (a derived one does).
+                None if driver_error_below(&**e) => f
+                    .debug_tuple("Primal")
+                    .field(&e.to_string())
+                    .field(&Sources(&**e))
                     .finish(),
                 None => f.debug_tuple("Primal").field(e).finish(),
             },
@@ -486,11 +549,11 @@ impl fmt::Debug for Error {
     }
 }
 
-/// The text of a primal's error: a cudarc `DriverError` put into [`Error::Primal`] directly is
-/// shown as [`PrimalDriverError`] shows it (cudarc's own `Display` needs the driver).
+/// The text of a primal's error: a cudarc `DriverError` put into [`Error::Primal`] directly
+/// (or boxed) is shown as [`PrimalDriverError`] shows it (cudarc's own `Display` needs the driver).
 fn primal_text(e: &PrimalError) -> String {
-    match e.downcast_ref::<DriverError>() {
-        Some(d) => PrimalDriverError(*d).to_string(),
+    match driver_error_of(&**e) {
+        Some(d) => PrimalDriverError(d).to_string(),
         None => e.to_string(),
     }
 }
@@ -509,7 +572,7 @@ pub(crate) fn check_len(what: impl Into<String>, expected: usize, found: usize) 
 }
 
 /// As [`check_len`], with the name made only on a mismatch: a call's success path formats no
-/// `String` (issue 22: the names of a call's lanes cost more than its length checks).
+/// `String` (the names of a call's lanes cost more than its length checks).
 pub(crate) fn check_len_with(
     what: impl FnOnce() -> String,
     expected: usize,
@@ -568,6 +631,160 @@ mod tests {
             assert_eq!(held.code(), CUDA_ERROR_INVALID_VALUE);
             assert_eq!(held.error(), DriverError(CUDA_ERROR_INVALID_VALUE));
             assert!(std::error::Error::source(held).is_none());
+        }
+    }
+
+    /// The error shapes a primitive can return, each from a rule the attribute generates (a host
+    /// copy that fails): the rule's `Error` formats (`Display` and `Debug`) without the driver.
+    mod shapes {
+        use super::*;
+        use crate::{Const, CopyRule, derivative_rule};
+
+        fn invalid() -> DriverError {
+            DriverError(CUDA_ERROR_INVALID_VALUE)
+        }
+
+        /// A user's error type: its own text, the driver's error as its `source()`, and a derived
+        /// `Debug` (which shows cudarc's `Debug` of the field: that one needs the driver).
+        #[derive(Debug)]
+        pub struct Upload {
+            n: usize,
+            cause: DriverError,
+        }
+        impl fmt::Display for Upload {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "the upload of {} elements failed", self.n)
+            }
+        }
+        impl std::error::Error for Upload {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.cause)
+            }
+        }
+
+        #[derivative_rule(copy, crate = crate)]
+        fn by_value(
+            #[dst] _d: &mut [f32],
+            #[src] _s: &[f32],
+        ) -> core::result::Result<(), DriverError> {
+            Err(invalid())
+        }
+        #[derivative_rule(copy, crate = crate)]
+        fn boxed(
+            #[dst] _d: &mut [f32],
+            #[src] _s: &[f32],
+        ) -> core::result::Result<(), Box<DriverError>> {
+            Err(Box::new(invalid()))
+        }
+        #[derivative_rule(copy, crate = crate)]
+        fn dyn_boxed(
+            #[dst] _d: &mut [f32],
+            #[src] _s: &[f32],
+        ) -> core::result::Result<(), PrimalError> {
+            Err(Box::new(invalid()))
+        }
+        #[derivative_rule(copy, crate = crate)]
+        fn text(#[dst] _d: &mut [f32], #[src] _s: &[f32]) -> core::result::Result<(), String> {
+            Err("no room".to_string())
+        }
+        #[derivative_rule(copy, crate = crate)]
+        fn custom(#[dst] _d: &mut [f32], #[src] _s: &[f32]) -> core::result::Result<(), Upload> {
+            Err(Upload {
+                n: 3,
+                cause: invalid(),
+            })
+        }
+        #[derivative_rule(copy, crate = crate)]
+        fn custom_boxed(
+            #[dst] _d: &mut [f32],
+            #[src] _s: &[f32],
+        ) -> core::result::Result<(), PrimalError> {
+            Err(Box::new(Upload {
+                n: 3,
+                cause: invalid(),
+            }))
+        }
+
+        /// `?` on a cudarc call inside a primitive that returns the runtime's `Result`.
+        #[derivative_rule(copy, crate = crate)]
+        fn question_mark(#[dst] _d: &mut [f32], #[src] _s: &[f32]) -> Result<()> {
+            Err(invalid())?;
+            Ok(())
+        }
+
+        /// Runs `rule`'s forward (the primitive on the primals) and returns its error.
+        fn fails<'s>(mut rule: impl CopyRule<'s, [f32], [f32]>) -> Error {
+            let (mut y, x) = ([0.0f32; 3], [1.0f32; 3]);
+            rule.forward(Const(&mut y[..]), Const(&x[..]))
+                .expect_err("the primitive fails")
+        }
+
+        #[test]
+        fn every_error_shape_of_a_primal_formats_without_the_driver() {
+            // (the rule's error, what its Display and Debug must both show)
+            let cases = [
+                (fails(by_value_rule()), "CUDA_ERROR_INVALID_VALUE"),
+                (fails(boxed_rule()), "CUDA_ERROR_INVALID_VALUE"),
+                (fails(dyn_boxed_rule()), "CUDA_ERROR_INVALID_VALUE"),
+                (
+                    Error::primal(Box::new(invalid())),
+                    "CUDA_ERROR_INVALID_VALUE",
+                ),
+                (fails(text_rule()), "no room"),
+                (fails(custom_rule()), "the upload of 3 elements failed"),
+                (
+                    fails(custom_boxed_rule()),
+                    "the upload of 3 elements failed",
+                ),
+                (fails(question_mark_rule()), "CUDA_ERROR_INVALID_VALUE"),
+            ];
+            for (e, want) in cases {
+                assert!(
+                    matches!(e, Error::Primal(_)),
+                    "a primal's error is `Primal`"
+                );
+                // Without the driver (this machine, CI), cudarc's own formatting panics.
+                let shown = format!("{e}");
+                assert!(shown.starts_with("the primal copy failed: "), "{shown}");
+                assert!(shown.contains(want), "{shown}");
+                let debug = format!("{e:?}");
+                assert!(debug.starts_with("Primal("), "{debug}");
+                assert!(debug.contains(want), "{debug}");
+            }
+        }
+
+        #[test]
+        fn question_mark_on_a_cudarc_call_is_a_driver_error_outside_a_rule_and_primal_inside() {
+            fn users_code() -> Result<()> {
+                Err(invalid())?;
+                Ok(())
+            }
+            let e = users_code().unwrap_err();
+            let Error::Driver { op, .. } = &e else {
+                panic!("{e:?}")
+            };
+            assert_eq!(*op, "a cudarc call");
+            assert!(
+                format!("{e} {e:?}").contains("CUDA_ERROR_INVALID_VALUE"),
+                "{e:?}"
+            );
+            // The same error raised by a primitive is the primal's: its rule says so.
+            let e = fails(question_mark_rule());
+            let Error::Primal(held) = &e else {
+                panic!("{e:?}")
+            };
+            assert!(matches!(
+                held.downcast_ref::<Error>(),
+                Some(Error::Driver { .. })
+            ));
+        }
+
+        #[test]
+        fn a_driver_error_under_a_primals_own_error_shows_its_code_in_debug() {
+            for e in [fails(custom_rule()), fails(custom_boxed_rule())] {
+                let debug = format!("{e:?}");
+                assert!(debug.contains("CUDA_ERROR_INVALID_VALUE"), "{debug}");
+            }
         }
     }
 

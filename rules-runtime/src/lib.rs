@@ -94,7 +94,7 @@
 //! | `driver::CudaContext::new(ordinal)` | [`cuda::context`] (`Err(NoDriver)`, `Err(NoDevice)`) |
 //! | `driver::CudaContext::device_count()` | [`cuda::device_count`] |
 //! | a new stream of a new context | [`cuda::stream`] |
-//! | formatting a `driver::DriverError` (`{e}`, `{e:?}`, `unwrap()`) | [`Error::primal`]`(e)` (what a rule does with a primal's error), or the code `e.0` |
+//! | formatting a `driver::DriverError` (`{e}`, `{e:?}`, `unwrap()`) | `?` into [`Result`] ([`Error::Driver`]), [`Error::primal`]`(e)` (what a rule does with a primal's error), or the code `e.0` |
 //! | `nccl::Id::new()` | [`nccl::unique_id`] |
 //! | `nccl::Comm::from_rank(..)`, `Comm::from_devices(..)` | [`nccl::comm_from_rank`], [`nccl::single_rank`] |
 //! | `nccl::result::get_nccl_version()` | [`nccl::version`] |

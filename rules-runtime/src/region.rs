@@ -292,8 +292,8 @@ mod tests {
         assert_eq!((s.offset, s.end), (2, 7));
         assert!(Pitched::linear::<f64>(3, 5).check::<f64>("x", 7).is_err());
         // An empty box covers nothing, but its offset and row starts lie in the buffer (at most
-        // one past its end), where a primitive may step its pointers (review of issue 25: a
-        // width-0 box at element 50 of 4 reached a primitive's pointer arithmetic).
+        // one past its end), where a primitive may step its pointers (a width-0 box at element 50
+        // of 4 would reach a primitive's pointer arithmetic: out of bounds).
         let s = Pitched::rows(4, 0, 1, 16).check::<f32>("x", 4).unwrap();
         assert_eq!(s.end, s.offset);
         let s = Pitched::rows(0, 0, 2, 16).check::<f32>("x", 4).unwrap();

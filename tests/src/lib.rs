@@ -18,6 +18,41 @@
 
 pub mod arrays;
 
+/// The README's `upload`, as it is written there (its later snippets use its rule).
+pub mod readme {
+    use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError};
+    use rules_runtime::derivative_rule;
+    use std::sync::Arc;
+
+    /// Host → device, `f32`.
+    #[derivative_rule(copy)]
+    pub fn upload(
+        stream: &Arc<CudaStream>,
+        #[dst] dst: &mut CudaSlice<f32>,
+        #[src] src: &[f32],
+    ) -> Result<(), DriverError> {
+        stream.memcpy_htod(src, dst)
+    }
+}
+
+/// The Rust snippets of the repository's pages, compiled (and, where they need no GPU, run) by
+/// `cargo test --doc -p rules-tests`. A snippet that needs a GPU is `no_run`; those of
+/// docs/autodiff.md need nightly's `std::autodiff` and are `ignore` (`tools/autodiff.sh` builds
+/// `examples/autodiff/`, where they come from).
+#[cfg(doctest)]
+mod pages {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../rules-runtime/README.md")]
+    struct RuntimeReadme;
+    #[doc = include_str!("../../docs/arrays.md")]
+    struct Arrays;
+    #[doc = include_str!("../../docs/multi-gpu.md")]
+    struct MultiGpu;
+    #[doc = include_str!("../../docs/autodiff.md")]
+    struct Autodiff;
+}
+
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, DriverError};
 use rules_runtime::{Differentiable, derivative_rule};
 use std::sync::Arc;

@@ -310,7 +310,7 @@ fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
 }
 
 /// `cuda::reserve` allocates page-locked memory and rehearses on its stream: during a capture it
-/// is refused before either, and the capture goes on to produce a working graph (issue 22).
+/// is refused before either, and the capture goes on to produce a working graph.
 #[test]
 #[ignore = "needs a GPU"]
 fn reserve_during_capture_is_a_typed_error_and_the_capture_survives() {

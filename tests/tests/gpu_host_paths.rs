@@ -396,7 +396,7 @@ fn large_device_zero_is_exact_on_whole_buffers_and_odd_views() {
     );
 }
 
-/// `cuda::reserve` pools the staging that reverses through pageable memory lease (issue 22): after
+/// `cuda::reserve` pools the staging that reverses through pageable memory lease: after
 /// it, such reverses, small and pipelined, both ways, allocate nothing more, and their sums are
 /// exact.
 #[test]

@@ -1,16 +1,16 @@
-//! GPU regression tests of the promises of README and docs/soundness.md that issue 21 ("Sound
-//! by construction, part 2") found broken: borrowed host memory finished with before the call
+//! GPU regression tests of the promises of README and docs/soundness.md that once
+//! failed: borrowed host memory finished with before the call
 //! returns, CUDA arrays ordered across streams, `Error::Capturing` before anything is enqueued,
 //! the host never blocked by earlier work on the stream, safe example primitives that are safe
 //! on their own, and box arithmetic that never panics. The host ones are in `promises.rs`.
 //!
-//! Each test names its item of issue 21 and fails on the code the issue was filed against.
+//! Each test names the promise it holds, and fails on code that breaks it.
 //! Every GPU test is `#[ignore]`d so that a machine without a GPU reports it as *ignored*
 //! (skipped), never as passed; on a GPU machine run with `--include-ignored`.
 //!
 //! Nothing here can hang: a stream is kept busy by a *gate*, a host function enqueued on it that
 //! waits until the test opens it, and opens by itself after a bounded time (and when its handle
-//! is dropped, so a failing test opens it too); the item 6 measurements run in a child process
+//! is dropped, so a failing test opens it too); the host-blocking measurements run in a child process
 //! that is killed after a bounded time.
 
 use rules_runtime::cudarc::driver::{
@@ -128,9 +128,9 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(a panic without a message)".into())
 }
 
-// ---- item 2 -------------------------------------------------------------------------------------
+// ---- borrowed host memory is finished with on return --------------------------------------------
 
-/// Issue 21 item 2: borrowed host memory is finished with before the call returns. Page-locked
+/// Borrowed host memory is finished with before the call returns. Page-locked
 /// memory passed as a plain `&[f32]` (`pinned.as_slice()`) to `accumulate` and
 /// `accumulate_region`, on a stream still busy with earlier work: once the call has returned the
 /// caller owns the slice again and writes 1000 into it; the accumulator must get the 1 the
@@ -203,9 +203,9 @@ fn a_pinned_slice_source_is_read_before_the_call_returns() {
     }
 }
 
-// ---- item 3 -------------------------------------------------------------------------------------
+// ---- CUDA arrays carry their order across streams -----------------------------------------------
 
-/// Issue 21 item 3: CUDA arrays carry their order across streams. A box of an array holding 5 is
+/// CUDA arrays carry their order across streams. A box of an array holding 5 is
 /// zeroed on stream 1 (busy with earlier work, so the zeroing is still queued), then read on
 /// stream 2, by a download of the whole array and by an accumulation into device memory: both
 /// must see 0 (today stream 2 does not wait for stream 1 and reads 5).
@@ -265,7 +265,7 @@ fn an_array_zeroed_on_one_stream_reads_zero_on_another() {
     assert!(got.iter().all(|&v| v == 0.0), "{got:?}");
 }
 
-// ---- item 4 -------------------------------------------------------------------------------------
+// ---- Error::Capturing before anything is enqueued -----------------------------------------------
 
 /// Device → device, restoring the destination in the reverse.
 #[derivative_rule(copy, restore)]
@@ -313,7 +313,7 @@ fn end_and_launch(s: &Arc<CudaStream>) -> Result<&'static str, DriverError> {
     }
 }
 
-/// Issue 21 item 4: `Error::Capturing` before anything is enqueued. (a) The reverse of a
+/// `Error::Capturing` before anything is enqueued. (a) The reverse of a
 /// `copy, restore` rule on device buffers during a capture returns `Err(Capturing)` and records
 /// nothing: after the capture ends and its graph (if any) is launched, dx, dy and y are as they
 /// were (today every lane's shadow work is recorded first, so the graph moves dy into dx, and
@@ -422,7 +422,7 @@ fn restore_and_array_shadows_during_a_capture_record_nothing() {
     }
 }
 
-// ---- item 5 -------------------------------------------------------------------------------------
+// ---- routes that wait on the host refuse a capture ----------------------------------------------
 
 /// Device → pageable host, counting its calls.
 #[derivative_rule(copy)]
@@ -448,7 +448,7 @@ fn upload_counted(
     stream.memcpy_htod(src, dst)
 }
 
-/// Issue 21 item 5: routes that wait on the host return `Error::Capturing` before anything is
+/// Routes that wait on the host return `Error::Capturing` before anything is
 /// enqueued (docs/graphs.md). During a capture, the forward of a device → pageable copy and the
 /// augmented primal of a pageable → device copy are refused before their primal runs (today both
 /// return `Ok` and the capture records a pageable copy).
@@ -513,7 +513,7 @@ fn pageable_copies_during_a_capture_are_refused_before_the_primal() {
     );
 }
 
-// ---- item 6 -------------------------------------------------------------------------------------
+// ---- the host is never blocked by earlier work --------------------------------------------------
 
 /// Device → device through raw pointers.
 #[derivative_rule(copy, dst = device, src = device)]
@@ -589,10 +589,10 @@ const ITEM6: &str = "RULES_TESTS_ITEM6_SCENARIO";
 /// and [`the_host_is_not_blocked_by_a_first_call_on_a_busy_stream`] start, so that "first" means
 /// first in a fresh process whatever ran before. Without its variable it does nothing.
 #[test]
-#[ignore = "needs a CUDA GPU (a helper process of the item 6 tests)"]
+#[ignore = "needs a CUDA GPU (a helper process of the host-blocking tests)"]
 fn item_6_child() {
     let Ok(scenario) = std::env::var(ITEM6) else {
-        eprintln!("item_6_child: runs only as the child of the item 6 tests");
+        eprintln!("item_6_child: runs only as the child of the host-blocking tests");
         return;
     };
     let s = gpu();
@@ -646,7 +646,7 @@ fn run_item_6_child(scenario: &str) -> Vec<(String, f64)> {
     let ok = status.is_some_and(|s| s.success());
     assert!(
         ok,
-        "item 6 child ({scenario}) {}:\n{out}\n{err}",
+        "host-blocking child ({scenario}) {}:\n{out}\n{err}",
         status.map_or("killed after 120 s".into(), |s| format!("failed: {s}"))
     );
     out.lines()
@@ -659,7 +659,7 @@ fn run_item_6_child(scenario: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Issue 21 item 6: the host is never blocked by earlier work on the stream. The reverse of a
+/// The host is never blocked by earlier work on the stream. The reverse of a
 /// raw device-pointer copy rule, called while its stream is held by a gate (a host function that
 /// waits for the test, 10 s at most), returns at once: at 1 MiB (which it does today) and at
 /// 64 MiB, past the 32 MiB split into an accumulate and a memset (today it returns only when the
@@ -670,7 +670,7 @@ fn the_host_is_not_blocked_while_the_stream_is_busy() {
     let _serial = serial();
     let _ = gpu();
     let t = run_item_6_child("sizes");
-    eprintln!("item 6 timings (s): {t:?}");
+    eprintln!("host-blocking timings (s): {t:?}");
     assert_eq!(t.len(), 3, "{t:?}");
     for (name, secs) in t.iter().filter(|(n, _)| n.starts_with("gated")) {
         assert!(
@@ -681,7 +681,7 @@ fn the_host_is_not_blocked_while_the_stream_is_busy() {
     }
 }
 
-/// Issue 21 item 6, a first call: in a fresh process, the first reverse of a 64 MiB raw
+/// A first call: in a fresh process, the first reverse of a 64 MiB raw
 /// device-pointer copy (kernels loaded, pool made) on a stream held by a gate returns within
 /// 2 s of the same first call on an idle stream (measured first, in another fresh process: the
 /// loading itself may take a while, waiting for the gate may not).
@@ -692,7 +692,7 @@ fn the_host_is_not_blocked_by_a_first_call_on_a_busy_stream() {
     let _ = gpu();
     let idle = run_item_6_child("first-idle");
     let gated = run_item_6_child("first-gated");
-    eprintln!("item 6 first calls (s): idle {idle:?}, gated {gated:?}");
+    eprintln!("first calls (s): idle {idle:?}, gated {gated:?}");
     assert!(idle.len() == 1 && gated.len() == 1, "{idle:?} {gated:?}");
     let (idle, gated) = (idle[0].1, gated[0].1);
     assert!(
@@ -702,9 +702,9 @@ fn the_host_is_not_blocked_by_a_first_call_on_a_busy_stream() {
     );
 }
 
-// ---- item 12 ------------------------------------------------------------------------------------
+// ---- safe primitives are safe on their own ------------------------------------------------------
 
-/// Issue 21 item 12: the workspace's safe primitives are safe on their own. Called directly (not
+/// The workspace's safe primitives are safe on their own. Called directly (not
 /// through a rule), `download_array` of a 128 × 128 array into a 16-element slice, and
 /// `from_array` of a 128 × 128 box into one, return an error and write nothing past the slice;
 /// `upload_array` and `to_array` from a 16-element slice return an error. The slices are the
@@ -764,9 +764,9 @@ fn example_array_primitives_check_their_slices() {
     );
 }
 
-// ---- item 13 ------------------------------------------------------------------------------------
+// ---- box arithmetic never panics ----------------------------------------------------------------
 
-/// Issue 21 item 13: box arithmetic never panics. `CudaArray::region` at an origin whose offset
+/// Box arithmetic never panics. `CudaArray::region` at an origin whose offset
 /// overflows (debug builds panic today) gives a box that every operation refuses (or refuses it
 /// itself), never a panic; a box that cannot lie in the array is never zeroed.
 #[test]

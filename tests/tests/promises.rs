@@ -1,11 +1,11 @@
-//! Regression tests of the promises of README and docs/soundness.md that issue 21 ("Sound by
-//! construction, part 2") found broken on host memory: all or nothing (an `Err` changes
+//! Regression tests of the promises of README and docs/soundness.md that once
+//! failed on host memory: all or nothing (an `Err` changes
 //! nothing, a rule never panics half-way), raw region rules that touch only their boxes, errors
 //! that format without the driver, and box arithmetic that never overflows. The GPU ones are in
 //! `gpu_promises.rs`; the tape that cannot be replayed is a compile-fail case
 //! (`ui-tests/compile_fail/soundness/tape_replay.rs`).
 //!
-//! Each test names its item of issue 21 and fails on the code the issue was filed against.
+//! Each test names the promise it holds, and fails on code that breaks it.
 //! `raw_region_rules_on_interleaved_boxes_from_two_threads` passes natively and fails under
 //! Miri (`cargo +nightly miri test -p rules-tests --test promises`, flags as in
 //! `tools/miri.sh`).
@@ -37,7 +37,7 @@ fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> R {
     }
 }
 
-// ---- item 7a ------------------------------------------------------------------------------------
+// ---- all or nothing -----------------------------------------------------------------------------
 
 /// A fill of rows from a value held in a one-element buffer.
 #[derivative_rule(fill)]
@@ -54,7 +54,7 @@ pub fn fill_rows_from(
     }
 }
 
-/// Issue 21 item 7a: all or nothing. The reverse of a fill from a one-element buffer whose
+/// All or nothing. The reverse of a fill from a one-element buffer whose
 /// lane-1 value shadow has 2 elements is refused before any lane is touched: lane 0's box is not
 /// summed into its value shadow nor zeroed. (The tape comes from a call with well-formed
 /// shadows: the fingerprint covers the primals only, and a fresh shadow at the reverse is
@@ -107,7 +107,7 @@ fn a_fill_from_a_value_buffer_refuses_a_bad_lane_before_touching_lane_0() {
     assert_eq!(y, y_after, "the primal changed");
 }
 
-// ---- item 7b ------------------------------------------------------------------------------------
+// ---- all or nothing: one rule, one set of length rules ------------------------------------------
 
 /// A plain copy whose reverse restores the destination's old contents.
 #[derivative_rule(copy, restore)]
@@ -121,7 +121,7 @@ pub fn copy_plain(#[dst] dst: &mut [f32], #[src] src: &[f32]) {
     dst.copy_from_slice(src);
 }
 
-/// Issue 21 item 7b: all or nothing, one rule one set of length rules. `copy, restore` with a
+/// All or nothing, one rule one set of length rules. `copy, restore` with a
 /// destination shadow longer than its primal is refused with `LengthMismatch` before anything is
 /// written, as the plain `copy` refuses it; the user's `copy_from_slice` never sees the longer
 /// shadow (today it panics mid-forward, after the primal and lane 0 were written).
@@ -204,7 +204,7 @@ fn copy_restore_refuses_a_longer_shadow_as_copy_does() {
     );
 }
 
-// ---- item 10 ------------------------------------------------------------------------------------
+// ---- a raw region rule touches only its boxes ---------------------------------------------------
 
 /// A pitched copy through raw host pointers, at offsets.
 ///
@@ -240,7 +240,7 @@ unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}
 
-/// Issue 21 item 10: a raw region rule touches only its boxes' rows. Two threads run the
+/// A raw region rule touches only its boxes' rows. Two threads run the
 /// augmented primal and the reverse of one `copy2d` pointer rule at once, on interleaved boxes of
 /// the same four allocations (thread 0 the even rows, thread 1 the odd rows; each box's rows are
 /// two rows apart): the calls are disjoint, which is all the rule's contract asks. Today the
@@ -306,9 +306,9 @@ fn raw_region_rules_on_interleaved_boxes_from_two_threads() {
     assert!(dy.iter().all(|&v| v == 0.0), "dy: {dy:?}");
 }
 
-// ---- item 11 ------------------------------------------------------------------------------------
+// ---- nothing panics without the driver ----------------------------------------------------------
 
-/// Issue 21 item 11: nothing panics without the driver. `Error` formats a driver error returned
+/// Nothing panics without the driver. `Error` formats a driver error returned
 /// by a user's primitive without asking the driver for its text (cudarc's `Display` calls
 /// `cuGetErrorString`, which panics where libcuda is missing), and names the error code.
 #[test]
@@ -337,7 +337,7 @@ fn a_primal_driver_error_formats_without_the_driver() {
     }
 }
 
-// ---- item 13 ------------------------------------------------------------------------------------
+// ---- box arithmetic never panics ----------------------------------------------------------------
 
 /// A region rule written by hand (the macro takes no offsets on references, so only a
 /// hand-written one can place an empty box this far): a pitched copy whose destination box is
@@ -355,7 +355,7 @@ impl<'s> RegionRule<'s, [f32], [f32]> for EmptyBoxFarAway {
     }
 }
 
-/// Issue 21 item 13: an empty box at a huge offset is an answer, never a panic. Today the
+/// An empty box at a huge offset is an answer, never a panic. Today the
 /// whole-call check (`rules/region/check.rs`) computes the box's byte address with unchecked
 /// arithmetic and a debug build panics with an arithmetic overflow. An empty box copies nothing,
 /// so `Ok` (nothing written) or a typed `Err` both keep the promise.
@@ -447,7 +447,7 @@ fn memset_restore(#[dst] dst: &mut [f32], #[value] byte: u8) {
         .for_each(|x| *x = f32::from_bits(u32::from_ne_bytes([byte; 4])));
 }
 
-/// Tapes (item 8, review): a region tape names the kind of rule that made it and whether that
+/// Tapes: a region tape names the kind of rule that made it and whether that
 /// rule restores. The tape of a fill with `restore` handed to a plain fill's reverse, or a
 /// memset's tape to a fill's reverse, on the same buffers, is `TapeMismatch` and changes nothing
 /// (the plain fill's reverse wrote the saved primal back, and the fill took the memset's tape).
@@ -491,11 +491,11 @@ fn fill_rows_restore(
     }
 }
 
-/// Typed results, no panic or abort (item 13, review): an empty box of absurd width or height
+/// Typed results, no panic or abort: an empty box of absurd width or height
 /// through a rule with `restore` (the saved box was sized, and its rows reserved, before the
 /// box was known to be empty), and through `save_region` directly. A box with no row is
 /// accepted; a width-0 box whose row starts step past the buffer is a `BadRegion` (a primitive
-/// may step its pointers to each row: review of issue 25), with nothing written.
+/// may step its pointers to each row), with nothing written.
 #[test]
 fn empty_boxes_of_absurd_extent_are_not_a_panic() {
     use rules_runtime::{Active, FillRule, save_region};

@@ -1,4 +1,4 @@
-"""PyTorch's host cost per call at small n, beside `bench-overhead` (issue 22).
+"""PyTorch's host cost per call at small n, beside `bench-overhead`.
 
     python3 tools/torch-compare/overhead.py
 

@@ -402,7 +402,7 @@ fn function(module: sys::CUmodule, name: &str) -> Result<sys::CUfunction> {
 
 /// Runs `f` with this thread's stream-capture interaction mode relaxed, then restores it: an
 /// allocation in `f` (`cuMemAllocHost`) is then neither refused nor does it invalidate a capture
-/// in global mode on another stream (review of issue 22). It enqueues nothing on any stream, so
+/// in global mode on another stream. It enqueues nothing on any stream, so
 /// no capture can record it; the caller refuses its own stream's capture first.
 pub(crate) fn with_relaxed_capture<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
@@ -504,7 +504,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
             )
             .map_err(driver("cuFuncGetAttribute (loading a shadow kernel)"))?;
-            Ok(f)
+            Ok::<_, crate::Error>(f)
         }
     };
     let mut accumulate = [core::ptr::null_mut(); 4];

@@ -233,9 +233,9 @@ unsafe impl<const N: usize> Sync for Registration<N> {}
 mod tests;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_arrays;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_arrays_misuse;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_misuse;
 #[cfg(test)]
 mod tests_region;
-#[cfg(all(test, feature = "autodiff"))]
-mod tests_review;
-#[cfg(all(test, feature = "autodiff"))]
-mod tests_review3;

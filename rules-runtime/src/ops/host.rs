@@ -87,7 +87,7 @@ where
 /// host slice may be page-locked memory that an earlier asynchronous copy still reads). No work
 /// enqueued here reads the source (the kernel reads the staged copy), so the zeroing does not wait
 /// for the kernel: the one wait is before the host's read, on a stream that has usually nothing
-/// left to do (issue 22: waiting after the launch cost a kernel's whole latency).
+/// left to do (a wait after the launch would cost the host a kernel's whole latency).
 pub(super) fn stage_in<A, B>(
     s: &CudaStream,
     op: Op,

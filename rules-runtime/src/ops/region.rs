@@ -136,7 +136,7 @@ where
     // The reverse of a region copy on the device route: the launch judges the two boxes on the
     // views it launches with (a partial overlap refused, the same box left as it is) before it
     // writes, so the buffers' regions are not asked for here: for a cudarc buffer that would cost
-    // its event waits a second time (issue 22).
+    // its event waits a second time, on every call.
     let (route, src) = match (route, src) {
         (Route::Device { stream } | Route::TakePinned { stream }, Source::Take(b)) => {
             let mut b = DevMut::of(b, &stream).ok_or_else(no_address)?;

@@ -27,7 +27,7 @@ mod tests;
 /// Each step is a bijection of the word for a given state (xor, multiply by an odd constant,
 /// xor-shift), so two calls that differ in one word always differ. It is a check that a reverse
 /// was given its own call's buffers, not a secret: per word rather than per byte (FNV-1a), it costs
-/// a handful of instructions per word (issue 22: the byte loop was a quarter of a region rule's
+/// a handful of instructions per word (a loop over bytes would be a quarter of a region rule's
 /// host time).
 pub(crate) fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
     words.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, x| {

@@ -15,4 +15,10 @@ fn main() {
     // A shared shadow for the source: the reverse pass must write into it.
     let _ = copy_into_rule().forward(Const(&mut y[..]), Duplicated::new(&x[..], &dx[..]));
     let _ = &mut dx;
+    // A `Vec` and an array where the primitive takes slices: given as slices (`&v[..]`).
+    let v = vec![1.0f32; 4];
+    let mut dv = vec![0.0f32; 4];
+    let mut dy = [0.0f32; 4];
+    let _ = copy_into_rule().forward(Const(&mut y[..]), Duplicated::new(&v, &mut dv));
+    let _ = copy_into_rule().forward(Duplicated::new(&mut y, &mut dy), Const(&x[..]));
 }

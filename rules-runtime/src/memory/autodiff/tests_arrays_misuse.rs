@@ -1,6 +1,7 @@
-//! Review reproducers (review3): the array bridges (`arrays/`) attacked from safe code and from
-//! what Enzyme passes. "Was broken" tests failed before the fix on this branch (see each); the
-//! others record what held. GPU tests: `--ignored review3_gpu`.
+//! The array bridges (`arrays/`) against misuse from safe code and from what Enzyme passes: no
+//! bridge runs inside another (the re-entrance guard), a panic releases the guard, refusals run
+//! nothing, a handle keeps its array's extent. Each test asserts the promise; a "Hazard" note says
+//! what would happen without the guard. GPU tests: `--ignored array_misuse_gpu`.
 
 use super::arrays::rules::{AdRefRule, DstAct, SrcAct};
 use super::*;
@@ -20,7 +21,7 @@ fn error_text() -> String {
 
 /// A host pointer copy, bridged: what a rule's primitive may call from inside another bridge.
 #[rules_macro::derivative_rule(copy, dst = host, src = host, crate = crate, autodiff)]
-unsafe fn r3_copy(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize) {
+unsafe fn am_copy(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize) {
     // SAFETY: the rule's contract.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }
 }
@@ -87,7 +88,7 @@ fn outer_primal(y: &mut [f32], x: &mut [f32], inner: impl FnMut()) {
     // SAFETY: a live handle (its shadow slot holding it: inactive) and a live slice.
     unsafe {
         array_primal(
-            "r3_outer",
+            "am_outer",
             |_| Ok(Probe(inner)),
             BufSide(h, h),
             Some(SliceSide(xp, n, xp)),
@@ -95,20 +96,20 @@ fn outer_primal(y: &mut [f32], x: &mut [f32], inner: impl FnMut()) {
     }
 }
 
-/// Was broken (fixed on this branch: the re-entrance guard is taken by every bridge, pointer and
+/// Hazard (guarded by: the re-entrance guard is taken by every bridge, pointer and
 /// fill bridges included). The guard `Entered` was taken by the array bridges only, so a rule's
 /// primitive inside an array bridge could call a pointer rule's `_ad` (and a pointer primitive an
 /// array one). With a pinned or unified `AdBuf` passed to the primitive as an extra `&AdBuf`
 /// argument, the inner bridge reads (through its own `RawShadow`) the memory the outer rule holds
-/// as `&mut [T]` (`RawShadow::host_mut`): `review3_gpu_a_pointer_bridge_inside_an_array_bridge`.
+/// as `&mut [T]` (`RawShadow::host_mut`): `array_misuse_gpu_a_pointer_bridge_inside_an_array_bridge`.
 /// Host memory cannot show it (a host pointer rule takes slices, which safe code cannot alias),
 /// so here the promise itself: a bridge inside a bridge is refused, nothing changed.
 #[test]
-fn review3_a_pointer_bridge_inside_an_array_bridge_is_refused() {
+fn array_misuse_a_pointer_bridge_inside_an_array_bridge_is_refused() {
     let _ = take_error();
     let (mut y, mut x) = (vec![0.0f32; 3], vec![1.0f32, 2.0, 3.0]);
     let (mut a, b) = (vec![0.0f32; 2], vec![7.0f32; 2]);
-    outer_primal(&mut y, &mut x, || r3_copy_ad(&mut a, &b, 2));
+    outer_primal(&mut y, &mut x, || am_copy_ad(&mut a, &b, 2));
     let e = error_text();
     assert!(
         e.contains("inside another bridge"),
@@ -120,7 +121,7 @@ fn review3_a_pointer_bridge_inside_an_array_bridge_is_refused() {
 
 /// Held: an array bridge inside an array bridge is refused (the guard had no test).
 #[test]
-fn review3_an_array_bridge_inside_an_array_bridge_is_refused() {
+fn array_misuse_an_array_bridge_inside_an_array_bridge_is_refused() {
     let _ = take_error();
     let (mut y, mut x) = (vec![0.0f32; 2], vec![1.0f32, 2.0]);
     let (mut y2, mut x2) = (vec![0.0f32; 2], vec![5.0f32; 2]);
@@ -134,13 +135,13 @@ fn review3_an_array_bridge_inside_an_array_bridge_is_refused() {
 /// Held: a panicking primitive is caught at the edge, and the guard is released (a later bridge
 /// on the thread runs).
 #[test]
-fn review3_a_panic_inside_an_array_bridge_releases_the_guard() {
+fn array_misuse_a_panic_inside_an_array_bridge_releases_the_guard() {
     let _ = take_error();
     let (mut y, mut x) = (vec![0.0f32; 2], vec![1.0f32, 2.0]);
     outer_primal(&mut y, &mut x, || panic!("primitive failed"));
     assert!(error_text().contains("panic: primitive failed"));
     let (mut a, b) = (vec![0.0f32; 2], vec![7.0f32; 2]);
-    r3_copy_ad(&mut a, &b, 2);
+    am_copy_ad(&mut a, &b, 2);
     assert_eq!(error_text(), "");
     assert_eq!(a, [7.0; 2]);
 }
@@ -149,7 +150,7 @@ fn review3_a_panic_inside_an_array_bridge_releases_the_guard() {
 /// source, a swapped shadow handle, a shadow handle in the primal slot, a null tape, activity
 /// changed between the augmented primal and the reverse. Each is an error, the rule never runs.
 #[test]
-fn review3_array_bridge_refusals_run_nothing() {
+fn array_misuse_array_bridge_refusals_run_nothing() {
     let _ = take_error();
     let ran = Cell::new(0);
     let (mut y, mut dy) = (vec![0.0f32; 2], vec![0.0f32; 2]);
@@ -234,14 +235,14 @@ fn gpu() -> std::sync::Arc<CudaStream> {
     crate::cuda::stream(0).expect("a GPU (this test was asked for with --ignored)")
 }
 
-/// Was broken (fixed on this branch: a handle keeps its array's extent, `extent` reads no array).
+/// Hazard (guarded by: a handle keeps its array's extent, `extent` reads no array).
 /// `split` hands out the shadow handle as `&mut AdArray`, and `AdArray` has no lifetime: a
 /// `mem::swap` moves it into a pair that outlives the arrays it points at, and
 /// `AdArray::extent` then reads a freed `CudaArray` (a use after free from safe code). Here the
 /// freed box is reused by a new array of another extent, which the handle then reports.
 #[test]
 #[ignore = "needs a GPU"]
-fn review3_gpu_a_swapped_array_shadow_handle_reads_a_freed_array() {
+fn array_misuse_gpu_a_swapped_array_shadow_handle_reads_a_freed_array() {
     let s = gpu();
     let new = |w| Box::new(CudaArray::<f32>::new(s.context(), w, 1, 1).unwrap());
     let (mut a, mut da) = (new(4), new(4));
@@ -261,7 +262,7 @@ fn review3_gpu_a_swapped_array_shadow_handle_reads_a_freed_array() {
 /// primitive reads `ctx`'s memory through a pointer rule's bridge while it holds its destination
 /// as `&mut [f32]`.
 #[rules_macro::derivative_rule(copy, crate = crate, autodiff)]
-fn r3_download_peek(
+fn am_download_peek(
     stream: &std::sync::Arc<CudaStream>,
     #[dst] dst: &mut RawShadow<f32>,
     #[src] src: &CudaArray<f32>,
@@ -274,23 +275,23 @@ fn r3_download_peek(
     let mine = dst.host_mut()?.expect("pinned memory is host-accessible");
     let mut seen = vec![0.0f32; mine.len()];
     // The same memory, read by another bridge while `mine` (a `&mut`) is live.
-    r3_from_pinned_ad(&mut seen, ctx, mine.len());
+    am_from_pinned_ad(&mut seen, ctx, mine.len());
     mine[0] = seen[0] + 100.0;
     Ok(())
 }
 
 #[rules_macro::derivative_rule(copy, dst = host, src = pinned, crate = crate, autodiff)]
-unsafe fn r3_from_pinned(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize) {
+unsafe fn am_from_pinned(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize) {
     // SAFETY: the rule's contract (pinned memory is host-accessible).
     unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
-/// Was broken (fixed on this branch, as `review3_a_pointer_bridge_inside_an_array_bridge_is_refused`):
+/// Hazard (the host form: `array_misuse_a_pointer_bridge_inside_an_array_bridge_is_refused`):
 /// the pointer bridge inside the array bridge ran, reading memory the outer rule held as `&mut`
 /// (UB: the `&mut [f32]` is used after the read through another pointer). Now refused.
 #[test]
 #[ignore = "needs a GPU"]
-fn review3_gpu_a_pointer_bridge_inside_an_array_bridge() {
+fn array_misuse_gpu_a_pointer_bridge_inside_an_array_bridge() {
     let s = gpu();
     let _ = take_error();
     let ctx = s.context().clone();
@@ -307,7 +308,7 @@ fn review3_gpu_a_pointer_bridge_inside_an_array_bridge() {
         let mut pp = AdPair::new(&mut p, &mut dp, &s).unwrap();
         let (ha, _) = pa.split();
         let (hp, _) = pp.split();
-        r3_download_peek_ad(hp, ha, hp);
+        am_download_peek_ad(hp, ha, hp);
     }
     let e = error_text();
     let got = p.as_slice().unwrap().to_vec();
@@ -321,7 +322,7 @@ fn review3_gpu_a_pointer_bridge_inside_an_array_bridge() {
 /// as an extra argument, so its primitive reaches a handle of the array it holds as `&mut`.
 /// `extent` through it built a `&CudaArray` beside that `&mut`; a bridge through it is refused.
 #[rules_macro::derivative_rule(copy, crate = crate, autodiff)]
-fn r3_upload_peek(
+fn am_upload_peek(
     stream: &std::sync::Arc<CudaStream>,
     #[dst] dst: &mut CudaArray<f32>,
     #[src] src: &[f32],
@@ -330,13 +331,13 @@ fn r3_upload_peek(
 ) -> Result<()> {
     let ext = me.extent(); // `dst` is live (a protected `&mut` argument)
     crate::memory::linear::linear_to_array(stream, dst, (0, 0, 0), src, (ext.0 * 4, 1), ext)?;
-    r3_upload_peek_ad(me, src, me); // refused: inside a bridge
+    am_upload_peek_ad(me, src, me); // refused: inside a bridge
     Ok(())
 }
 
 #[test]
 #[ignore = "needs a GPU"]
-fn review3_gpu_a_rule_reaches_its_own_array_through_a_handle_argument() {
+fn array_misuse_gpu_a_rule_reaches_its_own_array_through_a_handle_argument() {
     let s = gpu();
     let _ = take_error();
     let mut a = CudaArray::<f32>::new(s.context(), 3, 1, 1).unwrap();
@@ -344,7 +345,7 @@ fn review3_gpu_a_rule_reaches_its_own_array_through_a_handle_argument() {
     {
         let mut pa = AdArrayPair::new(&mut a, &mut da, &s).unwrap();
         let (ha, _) = pa.split();
-        r3_upload_peek_ad(ha, &[1.0f32, 2.0, 3.0][..], ha);
+        am_upload_peek_ad(ha, &[1.0f32, 2.0, 3.0][..], ha);
     }
     assert!(error_text().contains("inside another bridge"));
     assert_eq!(a.to_host(&s).unwrap(), [1.0, 2.0, 3.0]);

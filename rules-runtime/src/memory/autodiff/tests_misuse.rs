@@ -1,8 +1,10 @@
-//! Review reproducers (review2): what safe code could make the bridges do. Each test asserts the
-//! promise; those marked "Was broken" failed (or were UB under Miri) before the fixes that
-//! followed the review (empty boxes checked in `Pitched::check`, streams read from primal handles
-//! only, capture refused, a wait on unwind, the panic payload dropped under `catch_unwind`,
-//! `reserve`'s sizes and capture mode), and are kept as regression tests.
+//! What safe code can make the `std::autodiff` bridges do, and the promises that hold against it:
+//! an empty box or a zero length past the buffer never reaches the primitive (`Pitched::check`
+//! checks empty boxes), streams are read from primal handles only, a capturing stream is refused,
+//! a bridge waits for its stream when its rule panics, a panic payload is dropped under
+//! `catch_unwind`, `reserve` takes any size and capture mode, and the call fingerprint does not
+//! collide on structured families of calls. Each test asserts the promise; a "Hazard" note says
+//! what would happen without the guard (UB under Miri for most). GPU tests: `--ignored misuse_gpu`.
 //!
 //! Host tests go through the generated safe `<name>_ad` functions (the rules below carry
 //! `autodiff`), exactly as a user's code would, and assert the promises of docs/soundness.md and
@@ -99,7 +101,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Held: the linear copy's offset is checked against the buffer even when nothing is copied.
 #[test]
-fn review_linear_copy_with_n_0_refuses_an_offset_past_the_end() {
+fn misuse_linear_copy_with_n_0_refuses_an_offset_past_the_end() {
     let _s = serial();
     let (mut y, x) = ([0.0f32; 4], [1.0f32; 4]);
     LEN.store(y.len(), Relaxed);
@@ -114,12 +116,12 @@ fn review_linear_copy_with_n_0_refuses_an_offset_past_the_end() {
     );
 }
 
-/// Was broken: a memset of 0 elements at an offset far past its buffer is accepted and the primitive
+/// Hazard: a memset of 0 elements at an offset far past its buffer is accepted and the primitive
 /// is called with it; the example's `set_device` / `fill_device` (and this host twin) compute
 /// `dst.add(at)` first: out-of-bounds pointer arithmetic (UB; Miri: "out-of-bounds pointer
 /// arithmetic"), from safe code. A `copy` refuses the same offset (test above).
 #[test]
-fn review_empty_memset_box_far_past_the_buffer_reaches_the_primitive() {
+fn misuse_empty_memset_box_far_past_the_buffer_reaches_the_primitive() {
     let _s = serial();
     let mut y = [1.0f32; 4];
     LEN.store(y.len(), Relaxed);
@@ -133,12 +135,12 @@ fn review_empty_memset_box_far_past_the_buffer_reaches_the_primitive() {
     );
 }
 
-/// Was broken: a 2D box of width 0 skips every check (`Pitched::check` returns early for an empty
+/// Hazard: a 2D box of width 0 skips every check (`Pitched::check` returns early for an empty
 /// box: no pitch, height or offset check), and the primitive is still called with its height and
 /// pitches: the example's `host_copy2d` steps `dst.add(r * dp / 4)` for every row: out of bounds
 /// (UB under Miri), from safe code.
 #[test]
-fn review_width_0_box_with_rows_far_apart_reaches_the_primitive() {
+fn misuse_width_0_box_with_rows_far_apart_reaches_the_primitive() {
     let _s = serial();
     let (mut y, x) = ([1.0f32; 4], [2.0f32; 4]);
     LEN.store(y.len(), Relaxed);
@@ -152,11 +154,11 @@ fn review_width_0_box_with_rows_far_apart_reaches_the_primitive() {
     );
 }
 
-/// Was broken: the same call as `review_linear_copy_with_n_0_refuses_an_offset_past_the_end`, on the
+/// Hazard: the same call as `misuse_linear_copy_with_n_0_refuses_an_offset_past_the_end`, on the
 /// same rule with `restore` (bridged through `Region`): accepted, the primitive called with the
 /// offset (UB under Miri at `dst.add(at)`).
 #[test]
-fn review_copy_with_restore_n_0_offset_past_the_end_reaches_the_primitive() {
+fn misuse_copy_with_restore_n_0_offset_past_the_end_reaches_the_primitive() {
     let _s = serial();
     let (mut y, x) = ([0.0f32; 4], [1.0f32; 4]);
     LEN.store(y.len(), Relaxed);
@@ -172,7 +174,7 @@ fn review_copy_with_restore_n_0_offset_past_the_end_reaches_the_primitive() {
 
 /// Held: a shadow handle swapped into another pair (the `&mut AdBuf` of `split`) is refused.
 #[test]
-fn review_swapped_shadow_handles_are_refused() {
+fn misuse_swapped_shadow_handles_are_refused() {
     let (mut a, mut da) = (vec![1.0f32, 2.0, 3.0], vec![0.0f32; 3]);
     let (mut b, mut db) = (vec![4.0f32, 5.0, 6.0], vec![0.0f32; 3]);
     let mut pa = AdPair::new_host(&mut a, &mut da).unwrap();
@@ -193,7 +195,7 @@ fn review_swapped_shadow_handles_are_refused() {
 
 /// Auto traits: handles hold raw pointers, so neither they nor pairs cross threads.
 #[test]
-fn review_handles_are_not_send_or_sync() {
+fn misuse_handles_are_not_send_or_sync() {
     // The autoref trick: `Probe<T>::IS` resolves to the inherent `true` only when `T: Send`.
     struct Probe<T: ?Sized>(core::marker::PhantomData<T>);
     trait No {
@@ -215,7 +217,7 @@ fn review_handles_are_not_send_or_sync() {
     const { assert!(!<Probe<AdPair<'static, f32>>>::IS && !<SyncProbe<AdPair<'static, f32>>>::IS) };
 }
 
-/// Was broken (GPU, run with `--ignored review_gpu`): a primitive that enqueues work and then panics.
+/// Hazard (GPU, run with `--ignored misuse_gpu`): a primitive that enqueues work and then panics.
 /// The panic is caught in `record`, but `finished` (the bridge's wait for its stream) never runs:
 /// the bridge returns with the copy still running on memory the pair borrows. A pair then
 /// forgotten (`mem::forget`, safe) has recorded no event on the buffers, so cudarc's next host
@@ -237,7 +239,7 @@ unsafe fn rv_dtoh_then_panic(
 
 #[test]
 #[ignore = "needs a GPU"]
-fn review_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
+fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
     use cudarc::driver::sys;
     let s = crate::cuda::stream(0).expect("a GPU");
     let n = 64 << 20; // 256 MiB: tens of milliseconds of device → host copy
@@ -271,7 +273,7 @@ fn review_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
 /// invalidate that capture. Run in a fresh process (`--exact`), so that the pool allocates.
 #[test]
 #[ignore = "needs a GPU"]
-fn review_gpu_reserve_during_a_global_capture_of_another_stream() {
+fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
     use cudarc::driver::sys;
     let s1 = crate::cuda::stream(0).expect("a GPU");
     let s2 = crate::cuda::stream(0).expect("a GPU");
@@ -293,15 +295,15 @@ fn review_gpu_reserve_during_a_global_capture_of_another_stream() {
 /// into it (`host_ptr_mut::<f32>(1)` then refuses a 1-byte buffer): an error, not UB.
 #[test]
 #[ignore = "needs a GPU"]
-fn review_gpu_reserve_of_one_byte() {
+fn misuse_gpu_reserve_of_one_byte() {
     // A context of its own is not possible here (the primary context is shared); run this first
-    // in a fresh process: `--ignored --exact memory::autodiff::tests_review::review_gpu_reserve_of_one_byte`.
+    // in a fresh process: `--ignored --exact memory::autodiff::tests_misuse::misuse_gpu_reserve_of_one_byte`.
     let s = crate::cuda::stream(0).expect("a GPU");
     let r = crate::cuda::reserve(&s, 1);
     assert!(r.is_ok(), "{r:?}");
 }
 
-/// Was broken (mechanism, host, Miri): `prepare` reads each handle's stream (`streams`) *before*
+/// Hazard (mechanism, host, Miri): `prepare` reads each handle's stream (`streams`) *before*
 /// `resolve` checks that the handle is a primal. A shadow handle can outlive its pair and its
 /// stream (`mem::swap` through `split`'s `&mut AdBuf` into a longer-lived pair: the GPU test
 /// below does it from safe code), and the safe `<name>_ad` takes it as `&AdBuf` (the `&mut`
@@ -309,7 +311,7 @@ fn review_gpu_reserve_of_one_byte() {
 /// stream for `AdPair::new`): its stream pointer points at a freed `Arc`. Miri reports the
 /// dangling reference made in `streams`; natively the call is refused, but only after the read.
 #[test]
-fn review_a_shadow_handle_with_a_dead_stream_is_read_before_its_role_is_checked() {
+fn misuse_a_shadow_handle_with_a_dead_stream_is_read_before_its_role_is_checked() {
     let _s = serial();
     let (mut y, x) = ([0.0f32; 4], [1.0f32; 4]);
     // Storage of an `Arc<CudaStream>`, freed: what a dead pair's stream pointer points at.
@@ -354,14 +356,14 @@ unsafe fn rv_d2d(
     }
 }
 
-/// Was broken (GPU, safe code only): the shadow handle of a dropped pair, whose stream `Arc` (boxed
+/// Hazard (GPU, safe code only): the shadow handle of a dropped pair, whose stream `Arc` (boxed
 /// here, so that it is freed) is gone, passed as the source of `rv_d2d_ad`. The bridge reads the
 /// freed `Arc` in `streams` before refusing the handle's role: the error says "two streams"
 /// (what it read there: the other stream, or whatever reused the memory) where a bridge that
 /// checked the role first says "got the shadow handle".
 #[test]
 #[ignore = "needs a GPU"]
-fn review_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
+fn misuse_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
     let s = crate::cuda::stream(0).expect("a GPU");
     let (mut a, mut da) = (
         s.alloc_zeros::<f32>(4).unwrap(),
@@ -399,14 +401,14 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
     std::panic::panic_any(Bomb);
 }
 
-/// Was broken (low): `record` catches the panic but drops its payload outside `catch_unwind`; a
+/// Hazard (low): `record` catches the panic but drops its payload outside `catch_unwind`; a
 /// payload whose `Drop` panics unwinds out of the `extern "C"` primal: the process aborts
 /// ("panic in a function that cannot unwind"). Run in a child process, so that the abort is
 /// observed rather than suffered.
 #[cfg(not(miri))]
 #[test]
-fn review_a_panicking_panic_payload_crosses_the_extern_c_edge() {
-    const NAME: &str = "memory::autodiff::tests_review::review_a_panicking_panic_payload_crosses_the_extern_c_edge";
+fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
+    const NAME: &str = "memory::autodiff::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
     if std::env::var_os("REVIEW2_CHILD").is_some() {
         let (mut y, x) = ([0.0f32; 2], [1.0f32; 2]);
         rv_bomb_ad(&mut y, &x, 2);
@@ -423,14 +425,14 @@ fn review_a_panicking_panic_payload_crosses_the_extern_c_edge() {
     assert!(out.status.success(), "child: {:?}: {tail}", out.status);
 }
 
-/// The word-wise fingerprint (`rules::fingerprint`, issue 22): structured families of realistic
+/// The word-wise fingerprint (`rules::fingerprint`: one multiply per word, so that a call stays cheap): structured families of realistic
 /// calls (addresses below 2^48, 256-byte aligned) do not collide: dst/src swapped, both moved by
 /// one delta, one moved by +d and the other by −d. A collision needs words that differ in bits
 /// the multiply cannot spread (bit 63 and then bits 63 and 34 of the next word): no address or
 /// length of a real buffer has them.
 #[cfg(not(miri))]
 #[test]
-fn review_fingerprint_structured_families_do_not_collide() {
+fn misuse_fingerprint_structured_families_do_not_collide() {
     use crate::rules::fingerprint as fp;
     let mut seen = std::collections::HashMap::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -475,7 +477,7 @@ fn review_fingerprint_structured_families_do_not_collide() {
 /// `cuda::reserve` now does): refused before anything is enqueued, the capture intact.
 #[test]
 #[ignore = "needs a GPU"]
-fn review_gpu_a_bridge_during_capture_breaks_the_capture() {
+fn misuse_gpu_a_bridge_during_capture_breaks_the_capture() {
     use cudarc::driver::sys;
     let s = crate::cuda::stream(0).expect("a GPU");
     let (mut a, mut da) = (
