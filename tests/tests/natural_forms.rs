@@ -324,7 +324,7 @@ fn p12_p15_memsets() {
     direct("P15", &r);
     assert_eq!(is_disagree(&r), checked());
     eprintln!(
-        "HUNT P13 one-call caught FD: {}",
+        "P13 one-call caught FD: {}",
         caught(&r13, Check::FiniteDifferences)
     );
     eprintln!("P15 one-call ok: {}", r15.is_ok());
