@@ -46,7 +46,19 @@ pub(crate) fn in_place<X: crate::memory::ShadowRead + ?Sized>(
     d: &mut X,
     call: impl FnOnce(&mut X) -> crate::error::Result<()>,
 ) -> crate::error::Result<()> {
-    let (before, len) = (d.region(), d.len());
+    let before = d.region();
+    in_place_from(name, before, d, call)
+}
+
+/// [`in_place`], given the destination's region as the call's checks already read it (a device
+/// buffer's address costs a driver call).
+pub(crate) fn in_place_from<X: crate::memory::ShadowRead + ?Sized>(
+    name: &str,
+    before: crate::memory::Region,
+    d: &mut X,
+    call: impl FnOnce(&mut X) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
+    let len = d.len();
     call(d)?;
     if d.region() != before {
         return Err(crate::error::Error::primal(format!(

@@ -118,7 +118,7 @@ where
     }
     checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
-        crate::rules::in_place(names.dst, dst.primal_mut(), |d| {
+        crate::rules::in_place_from(names.dst, call.dst, dst.primal_mut(), |d| {
             primal(d, src.primal()).into_result()
         })?;
         checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
@@ -133,7 +133,10 @@ where
                 copies.get_mut(k).and_then(Option::take),
             ) {
                 (Some(ds), _) => {
-                    crate::rules::in_place(names.dst, dd, |d| primal(d, ds).into_result())?;
+                    let before = call.lanes[k].0.unwrap_or_else(|| dd.region());
+                    crate::rules::in_place_from(names.dst, before, dd, |d| {
+                        primal(d, ds).into_result()
+                    })?;
                     checked::copied_whole(on, names, Which::Lane(k), &*dd, ds)?;
                 }
                 (None, Some((zero, add))) => {
@@ -170,7 +173,7 @@ where
     let _p = probe::span("augmented primal: primal");
     checked::refuse_capture(on, home(&dst, &src))?;
     if D::PRIMAL_NEEDED {
-        crate::rules::in_place(names.dst, dst.primal_mut(), |d| {
+        crate::rules::in_place_from(names.dst, call.dst, dst.primal_mut(), |d| {
             primal(d, src.primal()).into_result()
         })?;
         checked::copied_whole(on, names, Which::Primal, dst.primal(), src.primal())?;
