@@ -37,7 +37,7 @@ have_enzyme || exit 3
 cd ../..
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-examples/autodiff/target}/workspace
 cargo "+$tc" --config examples/autodiff/.cargo/config.toml build --release -p rules-runtime \
-    --features autodiff,testing,probe || {
+    --features autodiff,testing,probe,checked || {
     echo "autodiff.sh: FAILED: rules-runtime does not build with the autodiff flags and every feature" >&2
     exit 1
 }

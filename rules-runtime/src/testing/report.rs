@@ -35,6 +35,9 @@ pub struct Shapes {
     pub tolerance: Option<f64>,
 }
 
+/// The two sides, as the errors name them.
+const SIDES: [&str; 2] = ["the destination", "the source"];
+
 impl Shapes {
     /// A destination and a source of `n` elements each.
     pub fn len(n: usize) -> Shapes {
@@ -86,7 +89,9 @@ impl Shapes {
         }
         // Lengths whose bytes cannot be allocated (16 bytes is the largest element) are refused
         // here rather than panicking in an allocation.
-        for (side, len) in [("the destination", self.dst), ("the source", self.src)] {
+        // Names and values zipped from two arrays, not an array of (name, value) pairs: under
+        // `-Zautodiff=Enable` rustc's type trees abort on the latter (docs/autodiff.md).
+        for (side, len) in SIDES.into_iter().zip([self.dst, self.src]) {
             if len > isize::MAX as usize / 16 {
                 return Err(crate::Error::BadRegion {
                     what: format!("{side}'s length {len} in `Shapes`"),
@@ -94,11 +99,11 @@ impl Shapes {
                 });
             }
         }
-        let sides = [
-            ("the destination", self.dst, self.dst_extent),
-            ("the source", self.src, self.src_extent),
-        ];
-        for (side, len, extent) in sides {
+        let sides = SIDES
+            .into_iter()
+            .zip([self.dst, self.src])
+            .zip([self.dst_extent, self.src_extent]);
+        for ((side, len), extent) in sides {
             let Some((w, h, d)) = extent else { continue };
             let what = format!("{side}'s extent {w} × {h} × {d} in `Shapes`");
             match w.checked_mul(h).and_then(|v| v.checked_mul(d)) {
