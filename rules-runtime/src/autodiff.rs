@@ -24,6 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 pub use crate::memory::autodiff::{AdArray, AdArrayPair, AdBuf, AdPair};
 
+#[cfg(feature = "autodiff")]
+pub mod copies;
+
 /// What went wrong in a bridge (a generated `extern "C"` primal, augmented primal or reverse).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -210,6 +210,8 @@ fn address<'a, B: ShadowMemory + ?Sized>(
 mod arrays;
 mod bridge;
 mod fill;
+#[cfg(feature = "autodiff")]
+mod ready;
 mod rules;
 pub use arrays::{
     AdArray, AdArrayPair, ArraySide, BufSide, RefFill, RefMemset, RefRegion, SliceSide, array_aug,
@@ -218,6 +220,8 @@ pub use arrays::{
 };
 pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
 pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
+#[cfg(feature = "autodiff")]
+pub use ready::Bridged;
 pub use rules::{AdRule, Linear, Memset, Region};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:
@@ -237,5 +241,7 @@ mod tests_arrays;
 mod tests_arrays_misuse;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_misuse;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_ready;
 #[cfg(test)]
 mod tests_region;

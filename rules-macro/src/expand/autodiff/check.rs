@@ -147,7 +147,7 @@ pub fn check<'a>(cx: &Ctxt, rule: &'a Rule, plan: &'a Plan) -> Option<Bridges<'a
         (None, [t]) => {
             cx.error_spanned_by(
                 at,
-                format!("`{}` is generic over `{t}`: `{AUTODIFF}` needs the element types to bridge (one `extern \"C\"` function each, as `no_mangle` cannot be generic), e.g. `{AUTODIFF}(f32, f64)`", rule.func.sig.ident),
+                format!("`{}` is generic over `{t}`: `{AUTODIFF}` needs the element types to bridge (one `extern \"C\"` function each, as an exported symbol cannot be generic), e.g. `{AUTODIFF}(f32, f64)`", rule.func.sig.ident),
             );
             (Vec::new(), true)
         }

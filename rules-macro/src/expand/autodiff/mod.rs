@@ -7,7 +7,7 @@
 //! crate), one set per element type (without the feature, only a stand-in `<name>_ad` whose
 //! calls fail to compile with a message naming the feature):
 //!
-//! - `rules_ad_<name>_<elem>`: the `#[no_mangle] #[inline(never)] extern "C"` primal Enzyme
+//! - `rules_ad_<name>_<elem>`: the `#[inline(never)] extern "C"` primal Enzyme
 //!   cannot see into (it returns nothing and uses every argument, as Enzyme needs);
 //! - `..._aug` / `..._rev`: its augmented primal and reverse, Enzyme's calling convention (each
 //!   argument followed by its shadow slot; the reverse takes the tape last), which call the rule
@@ -72,6 +72,20 @@ impl Bridges<'_> {
         let fwd = format_ident!("{base}_fwd");
         let reg = format_ident!("__enzyme_register_gradient_{base}");
         let reg_fwd = format_ident!("__enzyme_register_derivative_{base}");
+        // The symbols: the module's path, the name and the crate's version, so that two rules of
+        // one name in two modules, or two versions of one crate in a binary, each keep their own
+        // (a clash left, such as one crate twice from two sources, is the linker's "multiple
+        // definition" error, never one crate's bridge called for the other's).
+        let version = std::env::var("CARGO_PKG_VERSION")
+            .map(|v| format!("_v{v}"))
+            .unwrap_or_default();
+        let symbol = |prefix: &str, name: &str| {
+            quote!(concat!(#prefix, module_path!(), "::", #name, #version))
+        };
+        let [sym_primal, sym_aug, sym_rev, sym_fwd] = ["", "_aug", "_rev", "_fwd"]
+            .map(|s| symbol("", &format!("{base}{s}")));
+        let sym_reg = symbol("__enzyme_register_gradient_", &base);
+        let sym_reg_fwd = symbol("__enzyme_register_derivative_", &base);
         let safe = if self.generic {
             format_ident!("{name}_ad_{suffix}")
         } else {
@@ -342,7 +356,7 @@ impl Bridges<'_> {
             ///
             /// # Safety
             #[doc = #doc_c_safety]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_primal)]
             #[inline(never)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
@@ -361,7 +375,7 @@ impl Bridges<'_> {
             }
 
             #[doc(hidden)]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_aug)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
                 // One call, as the primal's (Enzyme prints this function's IR with the same
@@ -377,7 +391,7 @@ impl Bridges<'_> {
             }
 
             #[doc(hidden)]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_rev)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) #rev_ret {
                 // SAFETY: as the augmented primal's; the tape is the one it returned.
@@ -385,7 +399,7 @@ impl Bridges<'_> {
             }
 
             #[doc(hidden)]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_fwd)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #fwd(#(#fwd_params),*) {
                 // SAFETY: as the augmented primal's.
@@ -393,7 +407,7 @@ impl Bridges<'_> {
             }
 
             #[doc(hidden)]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_reg)]
             #[used]
             #[allow(non_upper_case_globals)]
             static #reg: #ad::Registration<3> = #ad::Registration([
@@ -403,7 +417,7 @@ impl Bridges<'_> {
             ]);
 
             #[doc(hidden)]
-            #[unsafe(no_mangle)]
+            #[unsafe(export_name = #sym_reg_fwd)]
             #[used]
             #[allow(non_upper_case_globals)]
             static #reg_fwd: #ad::Registration<2> = #ad::Registration([

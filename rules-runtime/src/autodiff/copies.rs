@@ -1,0 +1,158 @@
+//! Ready-made bridged copies: cudarc's copies and memset, to call directly inside a function
+//! differentiated by `std::autodiff`. No rule of your own, no `unsafe`, no driver call:
+//!
+//! ```ignore
+//! #![feature(autodiff)]
+//! use rules_runtime::autodiff::{AdBuf, AdPair, copies, take_error};
+//! use std::autodiff::autodiff_reverse;
+//!
+//! #[autodiff_reverse(df, Duplicated, Duplicated, Active)]
+//! fn f(x: &[f32; 3], dev: &AdBuf<f32>) -> f32 {
+//!     let mut h = [0.0f32; 3];
+//!     copies::memcpy_htod(dev, x);        // host -> device
+//!     copies::memcpy_dtoh(&mut h, dev);   // device -> host
+//!     h.iter().map(|v| v * v).sum()       // f(x) = sum(abs2, to_host(to_device(x)))
+//! }
+//!
+//! let stream = rules_runtime::cuda::stream(0)?;
+//! let (mut a, mut da) = (stream.alloc_zeros::<f32>(3)?, stream.alloc_zeros::<f32>(3)?);
+//! let mut pair = AdPair::new(&mut a, &mut da, &stream)?;
+//! let (dev, ddev) = pair.split();
+//! let mut dx = [0.0f32; 3];
+//! df(&[1.0, 2.0, 3.0], &mut dx, dev, ddev, 1.0);
+//! assert!(take_error().is_none());
+//! assert_eq!(dx, [2.0, 4.0, 6.0]);
+//! ```
+//!
+//! A buffer other than pageable host memory is an [`AdBuf`] handle of an [`AdPair`] made
+//! outside the function (device, pinned or unified memory: the kind is the handle's, so one
+//! function serves every pair of kinds); pageable host memory is a slice. The work runs on the
+//! stream the pairs were made for; pageable memory alone (pairs of `AdPair::new_host`) is copied
+//! on the host. Each call runs the rule of its copy: in reverse mode the augmented primal and
+//! the reverse (`d_src += d_dst; d_dst = 0` on the copy's stream), in forward mode the forward
+//! rule (`d_dst = d_src`); a memset's destination derivative is zeroed. Lengths are checked
+//! as cudarc checks them (a copy's two sides are equal), boxes as the rules check them; a call
+//! that fails copies nothing and records the error for [`take_error`](super::take_error).
+//!
+//! Element types: `f32` and `f64` (the floats whose derivatives Enzyme carries). The symbols
+//! carry this crate's version, so two versions of `rules-runtime` in one program each use their
+//! own bridges. Copies to and from CUDA arrays are bridged in
+//! [`array_rules`](crate::array_rules) (`upload_array_ad_f32`, ...).
+
+use crate::memory::autodiff::Bridged as Element;
+
+pub use crate::memory::autodiff::Bridged;
+
+#[cfg(doc)]
+use super::{AdBuf, AdPair};
+
+/// `dst ← src` between two handles of any kinds (device ↔ device, pinned ↔ device, unified ...):
+/// cudarc's `memcpy_dtod`, `memcpy_htod` from pinned memory, `memcpy_dtoh` into pinned memory.
+/// The two have the same length.
+pub fn memcpy<T: Element>(dst: &super::AdBuf<T>, src: &super::AdBuf<T>) {
+    T::__memcpy(dst, src)
+}
+
+/// `dst ← src` from pageable host memory (cudarc's `memcpy_htod`); the same length.
+pub fn memcpy_htod<T: Element>(dst: &super::AdBuf<T>, src: &[T]) {
+    T::__memcpy_htod(dst, src)
+}
+
+/// `dst ← src` into pageable host memory (cudarc's `memcpy_dtoh`); the same length.
+pub fn memcpy_dtoh<T: Element>(dst: &mut [T], src: &super::AdBuf<T>) {
+    T::__memcpy_dtoh(dst, src)
+}
+
+/// `dst ← 0` (cudarc's `memset_zeros`): device or unified memory (pageable memory of a pair
+/// made with `AdPair::new_host`, on the host). Its derivative is zeroed too.
+pub fn memset_zeros<T: Element>(dst: &super::AdBuf<T>) {
+    T::__memset_zeros(dst)
+}
+
+/// A pitched 2D copy between two handles: `height` rows of `width` elements, rows `dst_pitch`
+/// and `src_pitch` bytes apart from each buffer's start (`cuMemcpy2DAsync`). The padding
+/// between rows is neither read nor written, nor is its derivative.
+pub fn memcpy_2d<T: Element>(
+    dst: &super::AdBuf<T>,
+    dst_pitch: usize,
+    src: &super::AdBuf<T>,
+    src_pitch: usize,
+    (width, height): (usize, usize),
+) {
+    T::__memcpy_3d(
+        dst,
+        (dst_pitch, height),
+        src,
+        (src_pitch, height),
+        (width, height, 1),
+    )
+}
+
+/// [`memcpy_2d`] from pageable host rows.
+pub fn memcpy_2d_htod<T: Element>(
+    dst: &super::AdBuf<T>,
+    dst_pitch: usize,
+    src: &[T],
+    src_pitch: usize,
+    (width, height): (usize, usize),
+) {
+    T::__memcpy_3d_htod(
+        dst,
+        (dst_pitch, height),
+        src,
+        (src_pitch, height),
+        (width, height, 1),
+    )
+}
+
+/// [`memcpy_2d`] into pageable host rows.
+pub fn memcpy_2d_dtoh<T: Element>(
+    dst: &mut [T],
+    dst_pitch: usize,
+    src: &super::AdBuf<T>,
+    src_pitch: usize,
+    (width, height): (usize, usize),
+) {
+    T::__memcpy_3d_dtoh(
+        dst,
+        (dst_pitch, height),
+        src,
+        (src_pitch, height),
+        (width, height, 1),
+    )
+}
+
+/// A pitched 3D copy between two handles: `depth` slices of `height` rows of `width`
+/// elements; each side's rows are `pitch` bytes apart and its slices `rows` rows apart
+/// (`(pitch, rows)`), from the buffer's start (`cuMemcpy3DAsync`).
+pub fn memcpy_3d<T: Element>(
+    dst: &super::AdBuf<T>,
+    dst_layout: (usize, usize),
+    src: &super::AdBuf<T>,
+    src_layout: (usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__memcpy_3d(dst, dst_layout, src, src_layout, shape)
+}
+
+/// [`memcpy_3d`] from pageable host memory.
+pub fn memcpy_3d_htod<T: Element>(
+    dst: &super::AdBuf<T>,
+    dst_layout: (usize, usize),
+    src: &[T],
+    src_layout: (usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__memcpy_3d_htod(dst, dst_layout, src, src_layout, shape)
+}
+
+/// [`memcpy_3d`] into pageable host memory.
+pub fn memcpy_3d_dtoh<T: Element>(
+    dst: &mut [T],
+    dst_layout: (usize, usize),
+    src: &super::AdBuf<T>,
+    src_layout: (usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__memcpy_3d_dtoh(dst, dst_layout, src, src_layout, shape)
+}
