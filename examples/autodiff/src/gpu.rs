@@ -81,7 +81,7 @@ fn f_dev_fill(x: &[f32; 3], dev: &AdBuf<f32>, a: f32) -> f32 {
 pub(crate) fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
     let s = rules_runtime::cuda::stream(0)?;
     println!("device: {}", s.context().name()?);
-    let mut ok = true;
+    let mut ok = super::ready::run_gpu(&s)?;
 
     // Seed: device + pageable.
     {

@@ -23,6 +23,7 @@ use std::autodiff::{autodiff_forward, autodiff_reverse};
 mod arrays;
 mod gpu;
 mod host;
+mod ready;
 mod rules;
 
 /// The 2D box of `x` and `h`: 3 rows of 3 elements, rows 16 bytes (4 elements) apart; the
@@ -128,7 +129,8 @@ fn report_any(
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "all".into());
-    let mut ok = host::run_host();
+    let mut ok = ready::run_host();
+    ok &= host::run_host();
     if which != "host" {
         if rules_runtime::cuda::driver_available() {
             match gpu::run_gpu() {
