@@ -21,7 +21,7 @@ use rules_macro::derivative_rule;
 use std::sync::Arc;
 
 /// Linear rows into a box of an array: `dst[(x, y, z) ..][box] ← src[box]`.
-#[derivative_rule(copy3d, crate = crate)]
+#[derivative_rule(copy3d, crate = crate, autodiff(f32, f64))]
 #[allow(clippy::too_many_arguments)]
 pub fn to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &Arc<CudaStream>,
@@ -41,7 +41,7 @@ pub fn to_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
 }
 
 /// A box of an array into linear rows: `dst[box] ← src[(x, y, z) ..][box]`.
-#[derivative_rule(copy3d, crate = crate)]
+#[derivative_rule(copy3d, crate = crate, autodiff(f32, f64))]
 #[allow(clippy::too_many_arguments)]
 pub fn from_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &Arc<CudaStream>,
@@ -61,7 +61,7 @@ pub fn from_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
 }
 
 /// A box of one array into a box of another.
-#[derivative_rule(copy3d, crate = crate)]
+#[derivative_rule(copy3d, crate = crate, autodiff(f32, f64))]
 #[allow(clippy::too_many_arguments)]
 pub fn array_to_array<T: ArrayElement>(
     stream: &Arc<CudaStream>,
@@ -82,7 +82,7 @@ pub fn array_to_array<T: ArrayElement>(
 }
 
 /// A whole array from packed linear memory (x fastest): a plain `copy` rule.
-#[derivative_rule(copy, crate = crate)]
+#[derivative_rule(copy, crate = crate, autodiff(f32, f64))]
 pub fn upload_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &Arc<CudaStream>,
     #[dst] dst: &mut CudaArray<T>,
@@ -95,7 +95,7 @@ pub fn upload_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
 }
 
 /// A whole array into packed linear memory (x fastest): a plain `copy` rule.
-#[derivative_rule(copy, crate = crate)]
+#[derivative_rule(copy, crate = crate, autodiff(f32, f64))]
 pub fn download_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     stream: &Arc<CudaStream>,
     #[dst] dst: &mut L,

@@ -3,7 +3,8 @@
 //! of both runs: on pageable memory (`host`: pairs without a stream, so the copies run on the
 //! host) and on the GPU in every memory kind.
 use super::*;
-use rules_runtime::autodiff::copies;
+use rules_runtime::autodiff::{AdArray, AdArrayPair, copies};
+use rules_runtime::memory::array::CudaArray;
 use rules_runtime::cudarc::driver::CudaStream;
 use std::sync::Arc;
 
@@ -53,6 +54,19 @@ fn f_chain(x: &[f32; 3], a: &AdBuf<f32>, b: &AdBuf<f32>) -> f32 {
     copies::memcpy_htod(a, x);
     copies::memcpy(b, a);
     copies::memcpy_dtoh(&mut h, b);
+    h.iter().map(|v| v * v).sum()
+}
+
+/// x -> device -> a CUDA array -> device -> h, through the ready-made array copies (a 2 × 2 box
+/// of the 3 × 2 array at (1, 0), rows 8 B apart in the buffer, and back): dx = 2x.
+#[autodiff_reverse(df_arr, Duplicated, Duplicated, Duplicated, Active)]
+fn f_arr(x: &[f32; 4], buf: &AdBuf<f32>, arr: &AdArray<f32>) -> f32 {
+    let mut h = [0.0f32; 4];
+    copies::memcpy_htod(buf, x);
+    copies::copy_to_array(arr, (1, 0, 0), buf, (8, 2), (2, 2, 1));
+    copies::memset_zeros(buf);
+    copies::copy_from_array(buf, (8, 2), arr, (1, 0, 0), (2, 2, 1));
+    copies::memcpy_dtoh(&mut h, buf);
     h.iter().map(|v| v * v).sum()
 }
 
@@ -134,6 +148,25 @@ pub(crate) fn run_gpu(s: &Arc<CudaStream>) -> Result<bool, Box<dyn std::error::E
             }
         };
         ok &= report(&format!("ready chain ({kind})"), y, dx, since(c0), 3, "");
+    }
+    // Through a CUDA array.
+    {
+        let mut arr = CudaArray::<f32>::new(s.context(), 3, 2, 1)?;
+        let mut darr = CudaArray::<f32>::new(s.context(), 3, 2, 1)?;
+        arr.copy_from_host(s, &[0.0; 6])?;
+        darr.copy_from_host(s, &[0.0; 6])?;
+        let (mut b, mut db) = (s.alloc_zeros::<f32>(4)?, s.alloc_zeros::<f32>(4)?);
+        let x4 = [1.0f32, 2.0, 3.0, 4.0];
+        let (c0, mut dx) = (calls(), [0.0f32; 4]);
+        let y = {
+            let mut pb = AdPair::new(&mut b, &mut db, s)?;
+            let (b, db) = pb.split();
+            let mut pa = AdArrayPair::new(&mut arr, &mut darr, s)?;
+            let (a, da) = pa.split();
+            df_arr(&x4, &mut dx, b, db, a, da, 1.0)
+        };
+        let want = [2.0, 4.0, 6.0, 8.0];
+        ok &= report_any("ready CUDA array box (device -> array -> device)", (y, 30.0), &dx, &want, since(c0), 5, "");
     }
     Ok(ok)
 }

@@ -36,15 +36,19 @@
 //!
 //! Element types: `f32` and `f64` (the floats whose derivatives Enzyme carries). The symbols
 //! carry this crate's version, so two versions of `rules-runtime` in one program each use their
-//! own bridges. Copies to and from CUDA arrays are bridged in
-//! [`array_rules`](crate::array_rules) (`upload_array_ad_f32`, ...).
+//! own bridges.
+//!
+//! CUDA arrays are [`AdArray`] handles of an [`AdArrayPair`] (an array, its shadow array and
+//! the stream); their copies are the ready-made [`array_rules`](crate::array_rules), bridged:
+//! [`upload_array`], [`download_array`] and the box copies [`copy_to_array`],
+//! [`copy_from_array`], [`copy_array_to_array`]. Their linear side is a handle of any kind.
 
 use crate::memory::autodiff::Bridged as Element;
 
 pub use crate::memory::autodiff::Bridged;
 
 #[cfg(doc)]
-use super::{AdBuf, AdPair};
+use super::{AdArray, AdArrayPair, AdBuf, AdPair};
 
 /// `dst ← src` between two handles of any kinds (device ↔ device, pinned ↔ device, unified ...):
 /// cudarc's `memcpy_dtod`, `memcpy_htod` from pinned memory, `memcpy_dtoh` into pinned memory.
@@ -155,4 +159,50 @@ pub fn memcpy_3d_dtoh<T: Element>(
     shape: (usize, usize, usize),
 ) {
     T::__memcpy_3d_dtoh(dst, dst_layout, src, src_layout, shape)
+}
+
+/// A whole array from packed linear memory (x fastest): [`array_rules::upload_array`](crate::array_rules::upload_array).
+pub fn upload_array<T: Element>(dst: &super::AdArray<T>, src: &super::AdBuf<T>) {
+    T::__upload_array(dst, src)
+}
+
+/// A whole array into packed linear memory: [`array_rules::download_array`](crate::array_rules::download_array).
+pub fn download_array<T: Element>(dst: &super::AdBuf<T>, src: &super::AdArray<T>) {
+    T::__download_array(dst, src)
+}
+
+/// Linear rows (`(pitch, rows)` as in [`memcpy_3d`]) into a `shape` box of an array at `at`
+/// (elements, rows, slices): [`array_rules::to_array`](crate::array_rules::to_array).
+pub fn copy_to_array<T: Element>(
+    dst: &super::AdArray<T>,
+    at: (usize, usize, usize),
+    src: &super::AdBuf<T>,
+    src_layout: (usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__to_array(dst, at, src, src_layout, shape)
+}
+
+/// A `shape` box of an array at `at` into linear rows:
+/// [`array_rules::from_array`](crate::array_rules::from_array).
+pub fn copy_from_array<T: Element>(
+    dst: &super::AdBuf<T>,
+    dst_layout: (usize, usize),
+    src: &super::AdArray<T>,
+    at: (usize, usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__from_array(dst, dst_layout, src, at, shape)
+}
+
+/// A `shape` box of one array into another:
+/// [`array_rules::array_to_array`](crate::array_rules::array_to_array).
+pub fn copy_array_to_array<T: Element>(
+    dst: &super::AdArray<T>,
+    at: (usize, usize, usize),
+    src: &super::AdArray<T>,
+    from: (usize, usize, usize),
+    shape: (usize, usize, usize),
+) {
+    T::__array_to_array(dst, at, src, from, shape)
 }

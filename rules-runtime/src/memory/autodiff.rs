@@ -212,6 +212,8 @@ mod bridge;
 mod fill;
 #[cfg(feature = "autodiff")]
 mod ready;
+#[cfg(feature = "autodiff")]
+mod ready_rules;
 mod rules;
 pub use arrays::{
     AdArray, AdArrayPair, ArraySide, BufSide, RefFill, RefMemset, RefRegion, SliceSide, array_aug,
