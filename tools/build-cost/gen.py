@@ -331,7 +331,7 @@ def fn_items(rules):
 def ablate(out):
     """Variants of the `expanded` crate, edited as text, to see what the generated code costs:
     x-nodocs (without the generated functions' documentation), x-forward (only the primal and its
-    forward rule: one generated function a rule instead of three); round 2: x-bounds (activity
+    forward rule: one generated function a rule instead of three); then x-bounds (activity
     bounds folded into two predicates a function, fold_bounds), x-fnitem (the primal passed as a fn
     item or through a shared helper instead of a closure per rule, fn_items), x-min (x-bounds +
     x-fnitem + x-nodocs). The expansion is written one rule a line, the primal first."""

@@ -1,7 +1,7 @@
 // Zeroing a box of a CUDA array (docs/arrays.md): the reverse of a copy into an array ends with
 // d_array[box] <- 0, and memset is invalid on arrays. Two ways, timed on the same box:
 //   (a) cudaMemcpy3DAsync from a reused zeroed linear device buffer (packed, pitch = box width):
-//       what the runtime does now (ops/array.rs: a copy from the pool's zero buffer);
+//       what the runtime does for arrays without a surface (a copy from the pool's zero buffer);
 //   (b) a surface-write kernel (array created with cudaArraySurfaceLoadStore; surf2Dwrite /
 //       surf3Dwrite of zeros), block shapes 32x8 and 16x16.
 // (a) is also timed on an array created without the surface flag (the runtime's CudaArray uses
@@ -9,7 +9,7 @@
 // reference. Element types: f32 (1 channel) and float4 (4 channels). Each array is the box plus a
 // margin, the box at an offset; every method is checked once: box all +0.0 (bits), margin kept.
 // Events on the legacy stream, one warm-up call, median of the repetitions.
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o az array_zero.cu && ./az
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o array_box_zeroing array_box_zeroing.cu && ./array_box_zeroing
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

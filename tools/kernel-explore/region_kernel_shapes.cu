@@ -1,11 +1,12 @@
-// Issue 23: the region kernels (deterministic sum, narrow-box accumulate, CUDA-array one-pass
-// reverse), old against new variants, in one process on the H200. Host code only: the kernels are
+// Which shapes suit the region kernels (deterministic sum, narrow-box accumulate, CUDA-array one-pass
+// reverse; docs/performance-notes.md, "Box reverse", "Deterministic sum", "CUDA array one-pass
+// reverse"), old against new variants, in one process on the H200. Host code only: the kernels are
 // loaded from PTX files with the driver API (as the runtime loads shadow.ptx, JIT-compiled by the
 // driver), so each variant is shadow.cu built with other -D values:
 //
 //   nvcc -ptx -arch=compute_75 -O3 -std=c++17 -DSUM_VECTORS=8 ... shadow.cu -o v8.ptx   (anywhere)
-//   nvcc -O2 -o explore9 explore9.cu -lcuda                                         (on the GPU machine)
-//   ./explore9 old:old.ptx:1 new:shadow.ptx:4 v8:v8.ptx:8 ...   [--once: each kernel once, for ncu]
+//   nvcc -O2 -o region_kernel_shapes region_kernel_shapes.cu -lcuda                 (on the GPU machine)
+//   ./region_kernel_shapes old:old.ptx:1 new:shadow.ptx:4 v8:v8.ptx:8 ...   [--once: each kernel once, for ncu]
 //
 // NAME:FILE:E[:b], E = ARRAY_PASS_ELEMS of that build (1 for the old PTX, whose Walk has no
 // head/vec); b: narrow boxes get the batched grid of the final region.rs (grid.x counts batches

@@ -1,6 +1,8 @@
-// Kernel-variant exploration behind the kernel choices (docs/performance.md, "what was tried").
-// Run on the H200 with nvcc there; not part of the build.
-//   nvcc -O3 -arch=sm_90 -o explore explore.cu -lcublas && ./explore
+// Which launch shape suits the whole-buffer accumulate kernel: 1, 2 or 4 vectors per thread, 256,
+// 512 or 1024 threads per block, a persistent grid, and the fused kernel against accumulate +
+// memset, against cuBLAS axpy and the D2D copy (docs/performance-notes.md, "Whole-buffer
+// accumulate"). Run on the GPU machine with nvcc there; not part of the build.
+//   nvcc -O3 -arch=sm_90 -o accumulate_launch_shapes accumulate_launch_shapes.cu -lcublas && ./accumulate_launch_shapes
 // Back-to-back timing: event, K launches, event; median of reps of (time / K).
 #include <cstdio>
 #include <cstdlib>

@@ -1,11 +1,11 @@
-// Round 6 of the exploration (docs/performance.md, "Host memory at link speed"): the reverses of
-// copies with host memory, n = 64M f32 (256 MiB), against their forward copies, in one run.
+// How to pipeline the reverses of copies with host memory (docs/performance-notes.md, "Reverses
+// through host memory"): the reverses of copies with host memory, n = 64M f32 (256 MiB), against their forward copies, in one run.
 //   d_dev += d_host; d_host = 0      (reverse of a device -> host copy)
 //   d_host += d_dev; d_dev = 0       (reverse of a host -> device copy)
-// for pinned and pageable host memory. Variants: the runtime's current routes, and pipelines of
+// for pinned and pageable host memory. Variants: the runtime's first routes, and pipelines of
 // chunks through two or three pinned staging slots with the host's share split over OpenMP
 // threads (zeroing host memory from the host instead of over the link).
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Xcompiler -fopenmp -o e6 explore6.cu && ./e6
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Xcompiler -fopenmp -o host_reverse_pipelines host_reverse_pipelines.cu && ./host_reverse_pipelines
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       report(name, timeit([&] {
         u64 nc = bytes / chunk, ce_ = chunk / 4;
         for (u64 c = 0; c < nc; c++) {
-          // slot c % 2 was last read by the host's add of chunk c - 2, done in the previous round
+          // slot c % 2 was last read by the host's add of chunk c - 2, done in the previous iteration
           cudaMemcpyAsync(slots + (c % 2) * ce_, d2 + c * ce_, chunk, cudaMemcpyDeviceToHost, S);
           cudaEventRecord(ev[c], S);
           if (c >= 1) { CK(cudaEventSynchronize(ev[c - 1])); par_add(pin + (c - 1) * ce_, slots + ((c - 1) % 2) * ce_, ce_, T); }

@@ -1,15 +1,16 @@
-// Issue 23, fourth round: c32 sums. The 8191 x 8192 box whose pitch is 8 modulo 16 bytes on the
+// Can the two c32 sums that stay level with PyTorch get ahead (docs/performance-notes.md, "Complex
+// sums")? The 8191 x 8192 box whose pitch is 8 modulo 16 bytes on the
 // vector path with a head per row (SUM_ROW_HEAD; "rh" variants route c32 rows 8-aligned to it),
 // and the narrow c32 kernel's knobs (SUM_NARROW_ROWS_C32, _BLOCKS_C32, _ACC_C32, SUM_NARROW_CVT_BITS),
-// old against new, in one process on the H200. The macros exist in shadow.cu with explore12.patch
-// applied (shadow.cu and sum.rs of the trial; not committed: the variants lost, docs/performance.md,
-// issue 23, fourth round). PTX files built as for explore11:
+// old against new, in one process on the H200. The macros exist in shadow.cu with c32_box_sum.patch
+// applied (shadow.cu and sum.rs of the trial; not committed: the variants lost). PTX files built as
+// for complex_sum_and_array_words.cu:
 //
 //   nvcc -ptx -arch=compute_75 -O3 -std=c++17 [-DNAME=V ...] shadow.cu -o v.ptx   (anywhere)
-//   nvcc -O2 -o explore12 explore12.cu -lcuda                                    (GPU machine)
-//   ./explore12 cur:cur.ptx new:new.ptx:rh=1 b5:b5.ptx:rh=1 r12:r12.ptx:rh=1,rc=12 ...
+//   nvcc -O2 -o c32_box_sum c32_box_sum.cu -lcuda                                (GPU machine)
+//   ./c32_box_sum cur:cur.ptx new:new.ptx:rh=1 b5:b5.ptx:rh=1 r12:r12.ptx:rh=1,rc=12 ...
 //
-// rh = 1: c32 rows 8-byte aligned take the vector path (sum.rs with this round's change);
+// rh = 1: c32 rows 8-byte aligned take the vector path (sum.rs with the patch);
 // rc = the c32 narrow kernel's rows per batch (sum.rs narrow_rows). Each sum runs twice (same
 // bits?), is compared with "cur" bit for bit, and its error against a long double host sum is
 // shown in units of 2^-53 * sum|x| beside sum_region's bound, ceil(n/t) + 33.

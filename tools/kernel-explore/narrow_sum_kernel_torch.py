@@ -1,7 +1,7 @@
-"""PyTorch on explore10.cu's narrow shapes, timed as tools/torch-compare/regions.py times them
+"""PyTorch on narrow_sum_kernel.cu's narrow shapes, timed as tools/torch-compare/regions.py times them
 (events around k back-to-back calls, 3 warm-ups, median of 21): `x.sum()` and `x.sum().item()`
-on narrow strided views, and `a.add_(b); b.zero_()` on the thin boxes of explore10's accumulate
-table. Run beside explore10 in the same device call: python3 explore10_torch.py
+on narrow strided views, and `a.add_(b); b.zero_()` on the thin boxes of narrow_sum_kernel.cu's
+accumulate table. Run beside it on the same machine: python3 narrow_sum_kernel_torch.py
 """
 import torch
 dev = torch.device("cuda")

@@ -1,10 +1,10 @@
-// Round 8 of the exploration (docs/performance.md, "Host memory at link speed"): why the pinned
+// Why the pinned reverses (docs/performance-notes.md, "Reverses through host memory"): why the pinned
 // reverses sit near 1.2x their forward copies, n = 64M f32 (256 MiB), cached pinned memory.
 //   A: d += pinned; pinned = 0   (reverse of a device -> pinned copy)
 //   B: pinned += d; d = 0        (reverse of a pinned -> device copy)
 // Questions:
 //   1. Does the host's share lose time to waking its threads once per chunk? Ref: one OpenMP
-//      region per chunk (explore6's A2 / B1, what the runtime does with rayon); team: one region
+//      region per chunk (host_reverse_pipelines.cu's A2 / B1, the runtime's route with rayon then); team: one region
 //      for the whole call, each thread waiting on the chunk's event itself and doing its stripe.
 //   1b. Does the threads' zeroing slow the kernel's reads of mapped memory? Fewer threads,
 //      non-temporal stores, and the copy engine (H2D into device staging) instead of the kernel.
@@ -12,7 +12,7 @@
 //      duplex)? Two streams: the reading direction on S, the writing direction on a second
 //      stream S2 ordered by events, joined back into S at the end. No host work at all.
 // Wall time (host clock) around the call and a stream synchronisation; median of 9.
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Xcompiler -fopenmp -o e8 explore8.cu && ./e8
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Xcompiler -fopenmp -o pinned_reverse_pipeline pinned_reverse_pipeline.cu && ./pinned_reverse_pipeline
 #include <algorithm>
 #include <atomic>
 #include <cstdio>

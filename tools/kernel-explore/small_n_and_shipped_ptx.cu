@@ -1,6 +1,10 @@
-// Round 3 of the kernel exploration (docs/performance.md): mapped pinned memory, small-n GPU-side cost, and
-// the shipped PTX against the same kernel built by nvcc at 16M.
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o e3 explore3.cu -lcuda && ./e3 ../../rules-runtime/src/device/shadow.ptx
+// Three questions (docs/performance-notes.md, "Measuring", "Fused accumulate-and-zero", "Reverses
+// through host memory"): does the driver's JIT of the shipped compute_75 PTX run as fast as the same
+// kernel built by nvcc for sm_90 (16M f32)? What do small memsets cost against a launch (the bound
+// of the fused kernel at small n)? How fast is the fused kernel through mapped pinned memory, and
+// with which launch shape?
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o small_n_and_shipped_ptx small_n_and_shipped_ptx.cu -lcuda
+//   ./small_n_and_shipped_ptx ../../rules-runtime/src/device/shadow.ptx
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

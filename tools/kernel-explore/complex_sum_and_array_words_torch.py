@@ -1,6 +1,6 @@
-"""PyTorch on explore11.cu's sum shapes, timed as tools/torch-compare/regions.py times them
+"""PyTorch on complex_sum_and_array_words.cu's sum shapes, timed as tools/torch-compare/regions.py times them
 (events around k back-to-back calls, 3 warm-ups, median of 21): `x.sum()` on the packed runs and
-strided views. Run beside explore11 in the same device call: python3 explore11_torch.py
+strided views. Run beside it on the same machine: python3 complex_sum_and_array_words_torch.py
 """
 import torch
 dev = torch.device("cuda")

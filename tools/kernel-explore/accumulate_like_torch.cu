@@ -1,10 +1,11 @@
-// Round 7 (docs/performance.md, "Against PyTorch"): PyTorch 2.11's add_ beat our accumulate by
-// 2-4% at n >= 64M in three interleaved rounds. Its vectorized elementwise kernel runs 128 threads
+// Why PyTorch 2.11's add_ beat our accumulate (then with streaming hints) by 2-4% at n >= 64M
+// (docs/performance-notes.md, "Whole-buffer accumulate"). Its vectorized elementwise kernel runs 128 threads
 // per block, one 16-byte vector per thread, one pass (no grid-stride loop), 32-bit indices, plain
 // loads and stores. Which of those differences matters? Each variant against the shipped kernel
 // (compiled from shadow.cu itself), f32 and f16, CUDA events around k back-to-back calls (the
-// bench's k), median of 21, variants interleaved round by round so that drift hits all alike.
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o e7 explore7.cu && ./e7 && ./e7 zero
+// bench's k), median of 21, variants interleaved pass by pass so that drift hits all alike.
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o accumulate_like_torch accumulate_like_torch.cu
+//   ./accumulate_like_torch && ./accumulate_like_torch zero
 #include "../../rules-runtime/src/device/shadow.cu"
 #include <algorithm>
 #include <cstdio>
@@ -49,8 +50,9 @@ __global__ void zero_plain(uint4* p, u64 nv) {
     p[i] = make_uint4(0, 0, 0, 0);
 }
 
-// `e7 zero`: zeroing alone, back to back: the driver's memset against the shipped streaming-store
-// kernel (`zero_streaming`) and the same kernel with plain stores, 64 MiB to 1 GiB.
+// `accumulate_like_torch zero`: zeroing alone, back to back: the driver's memset against the
+// shipped streaming-store kernel (`zero_streaming`) and the same kernel with plain stores, 64 MiB
+// to 1 GiB.
 static void zeros() {
   cudaStream_t S = 0;
   for (u64 bytes : {64ull << 20, 256ull << 20, 1024ull << 20}) {

@@ -1,5 +1,6 @@
-// Round 5 of the kernel exploration (docs/performance.md; issue 1b, "at least as fast as PyTorch"):
-// at n = 16M, 64M, 256M, in the same run, against a cudaMemcpyAsync D2D copy of the same bytes:
+// Does any shape or math make the 16-bit accumulate faster, and does a fill kernel zero faster than
+// the memset after it (docs/performance-notes.md, "Whole-buffer accumulate", "Fused
+// accumulate-and-zero, and zeroing")? At n = 16M, 64M, 256M, in the same run, against a cudaMemcpyAsync D2D copy of the same bytes:
 //  - the shipped accumulate kernel (shadow_pass of shadow.cu, copied verbatim) for f32, f16, bf16,
 //    and "tile" variants: VPT 16-byte vectors per thread (block-contiguous, so each load
 //    instruction of a warp is coalesced), plain or .cs loads/stores, 128/256/512 threads, one pass
@@ -11,10 +12,10 @@
 //  - accumulate-and-zero: the shipped fused kernel, shipped accumulate + memset (the current
 //    route above 32 MiB), shipped accumulate + fill kernels, and a PyTorch-like pair.
 // Timing as benches/shadow_ops.rs: CUDA events around k back-to-back calls (k = 20 below 64 MiB
-// moved, 4 below 1 GiB, 1 above), 3 warm-up calls, median of 21 repetitions, per call; two rounds
+// moved, 4 below 1 GiB, 1 above), 3 warm-up calls, median of 21 repetitions, per call; two passes
 // over all variants of a (dtype, n), the better median of each kept. Bandwidth = bytes read +
 // written. Every variant is first checked bit for bit against the shipped kernel at n = 1M.
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o e5 explore5.cu && ./e5
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o half_accumulate_and_zero_fill half_accumulate_and_zero_fill.cu && ./half_accumulate_and_zero_fill
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -1,6 +1,8 @@
-// Kernel-variant exploration behind the kernel choices (docs/performance.md, "what was tried").
-// Run on the H200 with nvcc there; not part of the build.
-//   nvcc -O3 -arch=sm_90 -o explore explore.cu -lcublas && ./explore
+// Which cache hints suit the whole-buffer kernels: plain, .cs, L2::128B / L2::256B prefetch and
+// mixes for the loads, plain or .cs for the result and for the fused kernel's zero stores
+// (docs/performance-notes.md, "Whole-buffer accumulate" and "Fused accumulate-and-zero").
+// Run on the GPU machine with nvcc there; not part of the build.
+//   nvcc -O3 -arch=sm_90 -o accumulate_cache_hints accumulate_cache_hints.cu -lcublas && ./accumulate_cache_hints
 // Back-to-back timing: event, K launches, event; median of reps of (time / K).
 #include <cstdio>
 #include <cstdlib>

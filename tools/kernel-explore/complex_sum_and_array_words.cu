@@ -1,21 +1,23 @@
-// Issue 23, third round: complex sums with fewer rows per batch (SUM_C2_DIV) and 8-byte c32 loads
-// in the narrow kernel (NARROW_PAIRS), the 16-bit narrow sum's rows and blocks per SM, and the
+// Do complex sums gain from fewer registers, the 16-bit narrow sum from more rows, and the 3D array
+// one-pass reverse from 16-byte surface words (docs/performance-notes.md, "Complex sums", "Narrow
+// rows", "CUDA array one-pass reverse")? Complex sums with fewer rows per batch (SUM_C2_DIV) and
+// 8-byte c32 loads in the narrow kernel (NARROW_PAIRS), the 16-bit narrow sum's rows and blocks per SM, and the
 // CUDA array one-pass reverse with 16-byte surface words (array_pass_* mode bit 4) on several
 // block shapes, old against new, in one process on the H200. The kernels come from PTX files
 // (shadow.cu built with other -D values), loaded with the driver API as the runtime loads them:
 //
 //   nvcc -ptx -arch=compute_75 -O3 -std=c++17 [-DNAME=V ...] shadow.cu -o v.ptx   (anywhere)
-//   nvcc -O2 -o explore11 explore11.cu -lcuda                                    (GPU machine)
-//   (-DWB=1 for the first call's builds, whose word path was mode bit 4 of array_pass_*)
-//   ./explore11 cur:cur.ptx new:new.ptx n2r32:v.ptx:r2=32 e2:e2.ptx:e=2 ...  [--once]
+//   nvcc -O2 -o complex_sum_and_array_words complex_sum_and_array_words.cu -lcuda   (GPU machine)
+//   (-DWB=1 for builds whose word path is mode bit 4 of array_pass_*, as in the first variants timed)
+//   ./complex_sum_and_array_words cur:cur.ptx new:new.ptx n2r32:v.ptx:r2=32 e2:e2.ptx:e=2 ...  [--once]
 //
 // NAME:FILE[:k=v,...]: r2 = SUM_NARROW_ROWS_2 of that build (the narrow grid's batch for 16-bit
 // elements), e = ARRAY_PASS_ELEMS, c2 = SUM_C2_DIV (informational). "cur" is the shadow.ptx of
-// the second round (3dc74c6): no word mode. Variants whose name starts with 'n' run the sums,
-// with 'e' or "new" the arrays; "np" the c32 sums. In the final call "new" was the shadow.cu of
+// 3dc74c6: no word mode. Variants whose name starts with 'n' run the sums,
+// with 'e' or "new" the arrays; "np" the c32 sums. In the run the notes cite, "new" was the shadow.cu of
 // 5ca7862 (with an 8-byte-load path for c32 on region_sum_c32's scalar path, SUM_PAIRS, since
 // removed) and "np" the same built with -DSUM_PAIRS=0 -DNARROW_PAIRS=0; the shipped kernels are
-// each identical to one of cur, new, np (docs/performance.md, issue 23, third round). --once: each kernel once (for Nsight Compute).
+// each identical to one of cur, new, np (docs/performance-notes.md). --once: each kernel once (for Nsight Compute).
 // Timing as in the benches: CUDA events around k back-to-back launches, 3 warm-ups, median of 21.
 #include <cuda.h>
 #include <algorithm>
@@ -316,8 +318,8 @@ int main(int argc, char** argv) {
         u64 n = (u64)a.w * a.h * a.d;
         for (auto& M : mods) {
             if (M.name != "cur" && M.name != "new" && M.name[0] != 'e') continue;
-            // The first call's build had the word path in array_pass_* under mode bit 4 (WB=1
-            // below); the final one has it in array_pass_w_* (WB=0).
+            // Builds with the word path in array_pass_* under mode bit 4 need WB=1 (below); the
+            // shipped shadow.cu has it in array_pass_w_* (WB=0).
             auto fn_for = [&](bool words) {
                 std::string fname = std::string(words && !WB ? "array_pass_w_" : "array_pass_") + a.dt;
                 return M.fn(fname.c_str());

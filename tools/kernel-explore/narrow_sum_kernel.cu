@@ -1,20 +1,22 @@
-// Issue 23, second round: the narrow-row sum as a kernel of its own (region_sum_narrow_*), the
+// Does the narrow-row sum gain from a kernel of its own (docs/performance-notes.md, "Narrow rows",
+// "Box reverse", "CUDA array one-pass reverse")? The narrow-row sum as a kernel of its own
+// (region_sum_narrow_*), the
 // thin accumulate's rows per thread (PASS_ROWS) on a 1-wide box, and the 3D CUDA array one-pass
 // reverse walking z inside a block (array_pass_* mode bit 2), old against new variants, in one
 // process on the H200. Host code only: the kernels are loaded from PTX files with the driver API
 // (as the runtime loads shadow.ptx), so each variant is shadow.cu built with other -D values:
 //
 //   nvcc -ptx -arch=compute_75 -O3 -std=c++17 -DSUM_NARROW_ROWS_4=8 ... shadow.cu -o v.ptx  (anywhere)
-//   nvcc -O2 -o explore10 explore10.cu -lcuda                                       (on the GPU machine)
-//   ./explore10 cur:cur.ptx new:new.ptx:r4=8,r8=4 pr1:pr1.ptx:pr=1 ...   [--once: a few kernels once, for ncu]
-//   python3 explore10_torch.py                                       (PyTorch, same call)
+//   nvcc -O2 -o narrow_sum_kernel narrow_sum_kernel.cu -lcuda                       (on the GPU machine)
+//   ./narrow_sum_kernel cur:cur.ptx new:new.ptx:r4=8,r8=4 pr1:pr1.ptx:pr=1 ...   [--once: a few kernels once, for ncu]
+//   python3 narrow_sum_kernel_torch.py                               (PyTorch, same machine)
 //
 // NAME:FILE[:k=v,...]: r4, r8 = SUM_NARROW_ROWS_4 / _8 of that build (the narrow grid's batch),
-// pr = PASS_ROWS, e = ARRAY_PASS_ELEMS. The variant named "cur" is the committed shadow.ptx before
-// this round (425c91d): narrow sums through region_sum_* (8 rows per thread), array_pass without
+// pr = PASS_ROWS, e = ARRAY_PASS_ELEMS. The variant named "cur" is the shadow.ptx of 425c91d,
+// before the narrow kernel: narrow sums through region_sum_* (8 rows per thread), array_pass without
 // z walk. The z walk (mode bit 2 and a depth parameter after `mode`) is in shadow.cu of e39137f
 // only: it gained nothing and was taken out, so build the other variants from that commit's
-// shadow.cu to run this as it ran (docs/performance.md, issue 23, second round). The SUM_NARROW_
+// shadow.cu to run this as it ran (docs/performance-notes.md, "CUDA array one-pass reverse"). The SUM_NARROW_
 // MIN_BLOCKS of that commit became SUM_NARROW_BLOCKS and SUM_NARROW_BLOCKS_F32.
 // Timing as in the benches: CUDA events around k back-to-back launches, 3 warm-ups, median of 21.
 #include <cuda.h>
