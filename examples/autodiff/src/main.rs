@@ -8,7 +8,10 @@
 //! the padding), a 3D one, memsets and fills (a fill's value differentiated), and the seed, the
 //! 2D round trip, a memset and a fill through CUDA arrays.
 //!
-//! The copies are raw-pointer `#[derivative_rule(<kind>, .., autodiff)]` primitives. The
+//! First with the runtime's ready-made copies (`ready.rs`: `rules_runtime::autodiff::copies`,
+//! cudarc's copies and memset, registered with Enzyme by the runtime): no rule of the example's
+//! own, no `unsafe`, no driver call. Then with rules of its own (`rules.rs`): raw-pointer
+//! `#[derivative_rule(<kind>, .., autodiff)]` primitives. The
 //! attribute's `autodiff` option generates (with the runtime's `autodiff` feature, Cargo.toml), the
 //! `extern "C"` primal Enzyme cannot see into, its augmented primal and reverse (the rule
 //! object's own, so the shadow work is the rule's, on the copy's stream), the registration
