@@ -82,8 +82,8 @@ impl Bridges<'_> {
         let symbol = |prefix: &str, name: &str| {
             quote!(concat!(#prefix, module_path!(), "::", #name, #version))
         };
-        let [sym_primal, sym_aug, sym_rev, sym_fwd] = ["", "_aug", "_rev", "_fwd"]
-            .map(|s| symbol("", &format!("{base}{s}")));
+        let [sym_primal, sym_aug, sym_rev, sym_fwd] =
+            ["", "_aug", "_rev", "_fwd"].map(|s| symbol("", &format!("{base}{s}")));
         let sym_reg = symbol("__enzyme_register_gradient_", &base);
         let sym_reg_fwd = symbol("__enzyme_register_derivative_", &base);
         let safe = if self.generic {
