@@ -245,5 +245,7 @@ mod tests_arrays_misuse;
 mod tests_misuse;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_ready;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_ready_misuse;
 #[cfg(test)]
 mod tests_region;
