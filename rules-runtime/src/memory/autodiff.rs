@@ -56,6 +56,17 @@ impl<T> AdBuf<T> {
     pub fn kind(&self) -> MemoryKind {
         kind_of(self.kind)
     }
+
+    /// Whether this is the shadow handle of `primal`'s pair: the addresses and the length. Two
+    /// empty slices can share an address (`split_at_mut(0)`), so a pair of empty buffers can
+    /// hold the addresses of another pair's; the length tells its shadow apart, which the rules
+    /// then use for the primal's length.
+    fn is_shadow_of(&self, primal: &AdBuf<T>) -> bool {
+        self.role == SHADOW
+            && self.ptr == primal.partner
+            && self.partner == primal.ptr
+            && self.len == primal.len
+    }
 }
 
 fn kind_code(kind: MemoryKind) -> u32 {

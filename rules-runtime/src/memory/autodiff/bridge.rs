@@ -5,7 +5,7 @@
 
 use super::arrays::Entered;
 use super::rules::AdRule;
-use super::{AdBuf, PRIMAL, SHADOW, kind_of};
+use super::{AdBuf, PRIMAL, kind_of};
 use crate::activity::{Const, Duplicated};
 use crate::autodiff::{AdError, Bridge, record};
 use crate::element::Differentiable;
@@ -161,7 +161,7 @@ impl<T> Side<T> {
                 if core::ptr::eq(hp, hd) {
                     return Ok(Resolved::Const(p.ptr));
                 }
-                if d.role != SHADOW || d.ptr != p.partner || d.partner != p.ptr {
+                if !d.is_shadow_of(p) {
                     return Err(AdError::Handle {
                         what,
                         why: "the shadow slot holds a handle that is not this buffer's shadow \

@@ -287,7 +287,7 @@ impl<T: Differentiable> BufSide<T> {
         if core::ptr::eq(self.0, self.1) {
             return Ok((raw(p.ptr)?, None));
         }
-        if d.role != SHADOW || d.ptr != p.partner || d.partner != p.ptr {
+        if !d.is_shadow_of(p) {
             return Err(handle_error(what, NOT_PAIRED));
         }
         Ok((raw(p.ptr)?, Some(raw(d.ptr)?)))
