@@ -163,6 +163,11 @@ unsafe impl<'s, T: Differentiable> RawRegionRule<'s, T> for Boxes<'s> {
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()> {
         let (d, s) = (self.dst, self.src);
         let (w, h, depth) = d.shape();
+        // An empty box copies nothing: its rows are not walked (a width-0 box may have
+        // `usize::MAX` rows of pitch 0), nor is the driver asked for nothing.
+        if d.elements() == 0 {
+            return Ok(());
+        }
         match self.place.0 {
             None => {
                 let row = |b: Pitched, y: usize, z: usize| {
