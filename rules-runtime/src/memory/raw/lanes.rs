@@ -93,7 +93,13 @@ unsafe fn box_views<T: Differentiable>(
     lane: impl Fn(usize) -> Option<*mut T>,
     side: &'static str,
 ) -> Result<BoxViews<T>> {
-    let len = r.check::<T>(side, usize::MAX)?.end;
+    let s = r.check::<T>(side, usize::MAX)?;
+    // The view reaches the box's last element, or, for a box of width 0 (no element), its last
+    // row's start, which the checks against the view ask to lie in it.
+    let len = match r.width == 0 && r.height > 0 && r.depth > 0 {
+        true => s.row_start(r.height - 1, r.depth - 1),
+        false => s.end,
+    };
     let (pw, sw) = match side {
         "dst" => ("the primal `dst`", "a shadow of `dst`"),
         _ => ("the primal `src`", "a shadow of `src`"),
