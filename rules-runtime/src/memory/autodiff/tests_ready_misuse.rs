@@ -103,7 +103,8 @@ fn ready_misuse_a_primal_and_its_own_shadow_are_refused_everywhere() {
         let mut p = AdPair::new_host(&mut a[..], &mut da[..]).unwrap();
         let (x, dx) = p.split();
         let dx: &AdBuf<f32> = dx;
-        let calls: [(&str, &dyn Fn(&mut [f32; 3])); 10] = [
+        type Call<'c> = (&'c str, &'c dyn Fn(&mut [f32; 3]));
+        let calls: [Call; 10] = [
             ("memcpy(x, dx)", &|_| copies::memcpy(x, dx)),
             ("memcpy(dx, x)", &|_| copies::memcpy(dx, x)),
             ("memcpy(dx, dx)", &|_| copies::memcpy(dx, dx)),
@@ -459,7 +460,7 @@ fn ready_misuse_3d_box_leaves_row_and_slice_padding() {
     // Source: 2 slices of 3 rows of 2, rows 3 elements apart (12 B), slices 3 rows apart.
     // Destination: rows 4 apart (16 B), slices 4 rows apart (one padding row).
     let mut x: Vec<f32> = (0..18).map(|v| v as f32).collect();
-    let mut dx = vec![0.0f32; 18];
+    let mut dx = [0.0f32; 18];
     let (mut y, mut dy) = (vec![-1.0f32; 32], vec![5.0f32; 32]);
     {
         let mut px = AdPair::new_host(&mut x[..], &mut dx[..]).unwrap();
