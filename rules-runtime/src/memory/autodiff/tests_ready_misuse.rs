@@ -939,12 +939,19 @@ fn gpu_ready_misuse_empty_and_one_row_boxes_on_the_device() {
             "empty boxes refused:\n{}",
             refused.join("\n")
         );
-        // One row, pitches 0 (never stepped): its 3 elements.
+        // One row, pitches 0 (never stepped on the host): its 3 elements, or, where the
+        // driver asks for a pitch that holds the row, a typed error that wrote nothing.
         copies::memcpy_2d(x, 0, y, 0, (3, 1));
         let e = error_text();
-        assert_eq!(e, "", "a one-row box with pitch 0");
+        drop(pa);
+        let want = if e.is_empty() {
+            [3.0, 3.0, 3.0, 1.0, 1.0, 1.0]
+        } else {
+            assert!(e.starts_with("1: memcpy_3d (primal)"), "{e}");
+            [1.0; 6]
+        };
+        assert_eq!(s.clone_dtoh(&a).unwrap(), want, "{e}");
     }
-    assert_eq!(s.clone_dtoh(&a).unwrap(), [3.0, 3.0, 3.0, 1.0, 1.0, 1.0]);
     assert_eq!(s.clone_dtoh(&da).unwrap(), [2.0; 6]);
     assert_eq!(s.clone_dtoh(&c).unwrap(), [3.0; 6]);
 }
