@@ -22,12 +22,20 @@ const T: f32 = 2500.0;
 const Y_LOOP: f32 = T * (A * A + XL[2] * XL[2] + XL[3]);
 const DX_LOOP: [f32; 4] = [0.0, 0.0, 2.0 * XL[2] * T, T];
 const DA_LOOP: f32 = 2.0 * A * T;
-/// How many differentiations are measured (after one to warm up caches and pools).
+/// How many differentiations are measured, after the warm-up.
 const CALLS_MEASURED: usize = 3;
-/// The host memory the measured calls may add in all. One leaked tape per bridge call would be
-/// at least 4000 heap blocks a call (32 B or more each, 128 KiB); Enzyme's caches for the loop
-/// (its tape pointers and `h1` per iteration) are about as large.
-const RSS_SLACK: usize = 64 << 10;
+/// Differentiations before the measured ones: the first makes what then stays (the runtime's
+/// pools, the driver's first-use work).
+const WARM_UP: usize = 2;
+/// The heap (`malloc`'s bytes in use) the measured calls may add in all (here they add none).
+/// Leaked tapes would add 4000 heap blocks a call (352,000 B, with the reverses made to leak
+/// them); Enzyme's caches for the loop, which it takes from `malloc` and frees at the end of the
+/// reverse, are six blocks of 4000 B a call.
+const HEAP_SLACK: usize = 16 << 10;
+/// The resident set the measured calls may add in all: `malloc` grows and trims its heap in steps
+/// of its own (64 KiB between two calls was seen here), so this only catches leaks of that size
+/// or more (the leaked tapes grew it by about 360 KiB a call).
+const RSS_SLACK: usize = 256 << 10;
 
 /// The weight of iteration `k`.
 fn t_of(k: usize) -> f32 {
@@ -65,16 +73,59 @@ fn f_dev_loop(x: &[f32; 4], dev: &AdBuf<f32>, a: f32) -> f32 {
     y
 }
 
-/// This process's resident set, in bytes (Linux; 0 elsewhere, which the slack then passes).
+/// This process's resident set, in bytes (Linux; 0 elsewhere, which the limit then passes).
+/// Read into a buffer on the stack: an allocation here would be counted by the heap readings
+/// beside it (its freed block stays in glibc's per-thread cache, which `mallinfo2` counts).
 fn rss() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-        })
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    let Ok(mut f) = std::fs::File::open("/proc/self/status") else {
+        return 0;
+    };
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    let text = std::str::from_utf8(&buf[..n]).unwrap_or("");
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// `malloc`'s bytes in use in the main arena (glibc's `mallinfo2`): Rust's heap and Enzyme's
+/// caches alike, both allocated on this thread.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_in_use() -> Option<usize> {
+    /// `struct mallinfo2` (malloc.h): ten `size_t` fields.
+    #[repr(C)]
+    struct MallInfo2 {
+        arena: usize,
+        ordblks: usize,
+        smblks: usize,
+        hblks: usize,
+        hblkhd: usize,
+        usmblks: usize,
+        fsmblks: usize,
+        uordblks: usize,
+        fordblks: usize,
+        keepcost: usize,
+    }
+    unsafe extern "C" {
+        /// glibc 2.33 and later (this binary already needs 2.34); no preconditions.
+        safe fn mallinfo2() -> MallInfo2;
+    }
+    let m = mallinfo2();
+    // Allocated chunks of the heap, and those `malloc` took by `mmap`.
+    Some(m.uordblks + m.hblkhd)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_in_use() -> Option<usize> {
+    None
 }
 
 /// One differentiation's results and bridge calls.
@@ -101,9 +152,15 @@ impl Sweep {
     }
 }
 
-/// Runs `sweep` once to warm up, then `CALLS_MEASURED` times, each checked exactly; `mem` is
-/// read after the warm-up and after each measured call. Prints one line; true when every call
-/// was exact and the resident set grew by less than `RSS_SLACK`, and `mem_ok` accepts `mem`'s
+/// How much the last of `readings` exceeds the first.
+fn growth(readings: &[usize]) -> usize {
+    readings[readings.len() - 1].saturating_sub(readings[0])
+}
+
+/// Runs `sweep` `WARM_UP` times, then `CALLS_MEASURED` times, every call checked
+/// exactly; the heap in use, the resident set and `mem` are read after the warm-up and after
+/// each measured call. Prints one line; true when every call was exact, the heap grew by less
+/// than `HEAP_SLACK`, the resident set by less than `RSS_SLACK`, and `mem_ok` accepts `mem`'s
 /// readings.
 fn run_loop(
     name: &str,
@@ -112,17 +169,37 @@ fn run_loop(
     mem_ok: impl Fn(&[usize]) -> bool,
     mem_name: &str,
 ) -> bool {
-    let first = sweep();
+    // The readings' own storage, allocated before the first reading.
+    let mut heap_at = Vec::with_capacity(CALLS_MEASURED + 1);
+    let mut rss_at = Vec::with_capacity(CALLS_MEASURED + 1);
+    let mut mem_at = Vec::with_capacity(CALLS_MEASURED + 1);
+    let mut first = sweep();
     let mut ok = first.exact();
-    let (mut rss_at, mut mem_at) = (vec![rss()], mem().into_iter().collect::<Vec<_>>());
+    for _ in 1..WARM_UP {
+        first = sweep();
+        ok &= first.exact();
+    }
+    heap_at.extend(heap_in_use());
+    rss_at.push(rss());
+    mem_at.extend(mem());
     let mut last = first;
     for _ in 0..CALLS_MEASURED {
         last = sweep();
         ok &= last.exact();
+        heap_at.extend(heap_in_use());
         rss_at.push(rss());
         mem_at.extend(mem());
     }
-    let grew = rss_at[CALLS_MEASURED].saturating_sub(rss_at[0]);
+    let heap_line = if heap_at.is_empty() {
+        "heap in use: not measured (not glibc)".to_string()
+    } else {
+        ok &= growth(&heap_at) < HEAP_SLACK;
+        format!(
+            "heap in use after each = {heap_at:?} B (grew {} B, limit {HEAP_SLACK})",
+            growth(&heap_at)
+        )
+    };
+    let grew = growth(&rss_at);
     ok &= grew < RSS_SLACK && mem_ok(&mem_at);
     let mem_line = if mem_at.is_empty() {
         String::new()
@@ -130,8 +207,7 @@ fn run_loop(
         format!("; {mem_name} = {mem_at:?} B")
     };
     println!(
-        "{name}: {} differentiations of {ITERS} iterations, the last: f = {} (want {Y_LOOP}), dx = {:?} (want {DX_LOOP:?}), da = {} (want {DA_LOOP}), augmented primals = {}, reverses = {} (want {} each), error = {:?}; host RSS after each = {rss_at:?} B (grew {grew} B, limit {RSS_SLACK}){mem_line} -> {}",
-        CALLS_MEASURED + 1,
+        "{name}: {WARM_UP} + {CALLS_MEASURED} differentiations of {ITERS} iterations, the last: f = {} (want {Y_LOOP}), dx = {:?} (want {DX_LOOP:?}), da = {} (want {DA_LOOP}), augmented primals = {}, reverses = {} (want {} each), error = {:?}; {heap_line}; host RSS after each = {rss_at:?} B (grew {grew} B, limit {RSS_SLACK}){mem_line} -> {}",
         last.y,
         last.dx,
         last.da,
@@ -166,9 +242,9 @@ pub(crate) fn run_host_loop() -> bool {
     )
 }
 
-/// The loop through device memory: besides the host's resident set, the device memory in use
-/// (`cuMemGetInfo`) must not change across the measured calls: the driver hands out memory in
-/// pages of 2 MiB, so a leak of a few thousand small allocations shows as a whole page.
+/// The loop through device memory: besides the host's heap and resident set, the device memory
+/// in use (`cuMemGetInfo`) must not change across the measured calls: the driver hands out memory
+/// in pages of 2 MiB, so a leak of a few thousand small allocations shows as a whole page.
 pub(crate) fn run_dev_loop(
     s: &std::sync::Arc<rules_runtime::cudarc::driver::CudaStream>,
 ) -> Result<bool, Box<dyn std::error::Error>> {
