@@ -2,8 +2,9 @@
 //! Batch (vector) mode through a bridged rule: `#[autodiff_reverse(df, 2, ..)]` and
 //! `#[autodiff_forward(df, 2, ..)]` on a function that calls a `#[derivative_rule(.., autodiff)]`
 //! bridge. Enzyme of this toolchain cannot pass a batch width to a custom rule: it calls the
-//! registered augmented primal (or forward rule) with `[2 x ptr]` shadows where the rule, and the
-//! wrapper Enzyme builds around it, take one `ptr` (docs/autodiff.md, "Batch (vector) mode").
+//! wrapper it builds around the registered augmented primal (or forward rule) with `[2 x ptr]`
+//! shadows where the wrapper, like the rule, takes one `ptr` (docs/autodiff.md, "Batch (vector)
+//! mode").
 //! So the build with `batch-reverse` or `batch-forward` fails; `tools/autodiff.sh` checks that
 //! it fails that way, and that the same function without the bridge (feature `batch-probe`
 //! alone) builds and gives each lane its own exact gradient, so that a toolchain on which the
