@@ -294,6 +294,7 @@ pub(crate) fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
             && shad == [0.0; 3];
     }
     ok &= super::arrays::run_arrays(&s)?;
+    ok &= super::looped::run_dev_loop(&s)?;
     // A handle of the wrong kind: a device buffer where the rule declares unified memory.
     {
         let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
@@ -318,4 +319,11 @@ pub(crate) fn run_gpu() -> Result<bool, Box<dyn std::error::Error>> {
         ok &= oke;
     }
     Ok(ok)
+}
+
+/// The loop case alone (`autodiff-seed loop`), e.g. under compute-sanitizer.
+pub(crate) fn run_gpu_loop() -> Result<bool, Box<dyn std::error::Error>> {
+    let s = rules_runtime::cuda::stream(0)?;
+    println!("device: {}", s.context().name()?);
+    super::looped::run_dev_loop(&s)
 }

@@ -18,7 +18,9 @@
 //! static, and `<name>_ad`, the safe function called below. No rule is called by hand.
 //!
 //! `autodiff-seed host` runs the GPU-free cases (host copies with the same machinery);
-//! `autodiff-seed` runs them and the GPU ones (device, pinned, unified; needs a GPU).
+//! `autodiff-seed` runs them and the GPU ones (device, pinned, unified; needs a GPU);
+//! `autodiff-seed loop` runs only the loop case (`looped.rs`), on the host and, with a GPU, on
+//! the device.
 use rules::*;
 use rules_runtime::autodiff::{AdBuf, AdPair, Calls, calls, take_error};
 use std::autodiff::{autodiff_forward, autodiff_reverse};
@@ -26,6 +28,7 @@ use std::autodiff::{autodiff_forward, autodiff_reverse};
 mod arrays;
 mod gpu;
 mod host;
+mod looped;
 mod ready;
 mod rules;
 
@@ -132,11 +135,19 @@ fn report_any(
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "all".into());
-    let mut ok = ready::run_host();
-    ok &= host::run_host();
+    let mut ok = if which == "loop" {
+        looped::run_host_loop()
+    } else {
+        ready::run_host() & host::run_host() & looped::run_host_loop()
+    };
     if which != "host" {
         if rules_runtime::cuda::driver_available() {
-            match gpu::run_gpu() {
+            let gpu = if which == "loop" {
+                gpu::run_gpu_loop()
+            } else {
+                gpu::run_gpu()
+            };
+            match gpu {
                 Ok(g) => ok &= g,
                 Err(e) => {
                     println!("GPU cases failed: {e}");

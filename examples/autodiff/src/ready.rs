@@ -3,6 +3,7 @@
 //! of both runs: on pageable memory (`host`: pairs without a stream, so the copies run on the
 //! host) and on the GPU in every memory kind.
 use super::*;
+use rules_runtime::autodiff::copies::AdData;
 use rules_runtime::autodiff::{AdArray, AdArrayPair, copies};
 use rules_runtime::memory::array::CudaArray;
 use rules_runtime::cudarc::driver::CudaStream;
@@ -68,6 +69,24 @@ fn f_arr(x: &[f32; 4], buf: &AdBuf<f32>, arr: &AdArray<f32>) -> f32 {
     copies::copy_from_array(buf, (8, 2), arr, (1, 0, 0), (2, 2, 1));
     copies::memcpy_dtoh(&mut h, buf);
     h.iter().map(|v| v * v).sum()
+}
+
+/// An index buffer copied to the device and back inside the differentiated function (integer
+/// copies run and carry no derivative), then used to gather: f = 1 h[2] + 2 h[0] + 3 h[1] = 11,
+/// dx = [2, 3, 1].
+#[autodiff_reverse(df_gather, Duplicated, Duplicated, Const, Active)]
+fn f_gather(x: &[f32; 3], dev: &AdBuf<f32>, idx: &AdBuf<i32>) -> f32 {
+    let mut h = [0.0f32; 3];
+    let mut back = [0i32; 3];
+    copies::memcpy_htod(idx, &[2i32, 0, 1]);
+    copies::memcpy_dtoh(&mut back, idx);
+    copies::memcpy_htod(dev, x);
+    copies::memcpy_dtoh(&mut h, dev);
+    let mut y = 0.0;
+    for (k, i) in back.iter().enumerate() {
+        y += h[*i as usize] * (k as f32 + 1.0);
+    }
+    y
 }
 
 /// The seed, the memset and the forward mode on handles of `$a` and `$da` (3 elements), and the
@@ -148,6 +167,26 @@ pub(crate) fn run_gpu(s: &Arc<CudaStream>) -> Result<bool, Box<dyn std::error::E
             }
         };
         ok &= report(&format!("ready chain ({kind})"), y, dx, since(c0), 3, "");
+    }
+    // An integer index buffer inside the differentiated function.
+    {
+        let (mut a, mut da) = (s.alloc_zeros::<f32>(3)?, s.alloc_zeros::<f32>(3)?);
+        let mut idx = s.alloc_zeros::<i32>(3)?;
+        let (c0, mut dx) = (calls(), [0.0f32; 3]);
+        let y = {
+            let mut pa = AdPair::new(&mut a, &mut da, s)?;
+            let (dev, ddev) = pa.split();
+            let data = AdData::new(&mut idx, s)?;
+            df_gather(&X, &mut dx, dev, ddev, data.handle(), 1.0)
+        };
+        let (c, err) = (since(c0), take_error());
+        let got = s.clone_dtoh(&idx)?;
+        let good = y == 11.0 && dx == [2.0, 3.0, 1.0] && err.is_none() && got == [2, 0, 1];
+        println!(
+            "ready integer index buffer (pageable -> device -> pageable, i32): f = {y} (want 11), dx = {dx:?} (want [2.0, 3.0, 1.0]), device indices = {got:?}, bridge calls = {c:?}, error = {err:?} -> {}",
+            if good { "OK" } else { "WRONG" }
+        );
+        ok &= good;
     }
     // Through a CUDA array.
     {

@@ -34,7 +34,11 @@
 //! as cudarc checks them (a copy's two sides are equal), boxes as the rules check them; a call
 //! that fails copies nothing and records the error for [`take_error`](super::take_error).
 //!
-//! Element types: `f32` and `f64` (the floats whose derivatives Enzyme carries). The symbols
+//! Element types: `f32` and `f64`, whose copies carry derivatives, and the integers (`u8` to
+//! `i64`), whose copies run in every mode and carry none (an index buffer copied inside a
+//! differentiated function: Enzyme would otherwise stop at the driver call). Device memory of
+//! integers is the handle of an [`AdData`] (a buffer without a shadow), passed as `Const`;
+//! pitched and array copies are for the floats ([`BridgedBoxes`]). The symbols
 //! carry this crate's version, so two versions of `rules-runtime` in one program each use their
 //! own bridges.
 //!
@@ -43,9 +47,7 @@
 //! [`upload_array`], [`download_array`] and the box copies [`copy_to_array`],
 //! [`copy_from_array`], [`copy_array_to_array`]. Their linear side is a handle of any kind.
 
-use crate::memory::autodiff::Bridged as Element;
-
-pub use crate::memory::autodiff::Bridged;
+pub use crate::memory::autodiff::{AdData, Bridged, BridgedBoxes, DataBuffer};
 
 #[cfg(doc)]
 use super::{AdArray, AdArrayPair, AdBuf, AdPair};
@@ -53,30 +55,30 @@ use super::{AdArray, AdArrayPair, AdBuf, AdPair};
 /// `dst ← src` between two handles of any kinds (device ↔ device, pinned ↔ device, unified ...):
 /// cudarc's `memcpy_dtod`, `memcpy_htod` from pinned memory, `memcpy_dtoh` into pinned memory.
 /// The two have the same length.
-pub fn memcpy<T: Element>(dst: &super::AdBuf<T>, src: &super::AdBuf<T>) {
+pub fn memcpy<T: Bridged>(dst: &super::AdBuf<T>, src: &super::AdBuf<T>) {
     T::__memcpy(dst, src)
 }
 
 /// `dst ← src` from pageable host memory (cudarc's `memcpy_htod`); the same length.
-pub fn memcpy_htod<T: Element>(dst: &super::AdBuf<T>, src: &[T]) {
+pub fn memcpy_htod<T: Bridged>(dst: &super::AdBuf<T>, src: &[T]) {
     T::__memcpy_htod(dst, src)
 }
 
 /// `dst ← src` into pageable host memory (cudarc's `memcpy_dtoh`); the same length.
-pub fn memcpy_dtoh<T: Element>(dst: &mut [T], src: &super::AdBuf<T>) {
+pub fn memcpy_dtoh<T: Bridged>(dst: &mut [T], src: &super::AdBuf<T>) {
     T::__memcpy_dtoh(dst, src)
 }
 
 /// `dst ← 0` (cudarc's `memset_zeros`): device or unified memory (pageable memory of a pair
 /// made with `AdPair::new_host`, on the host). Its derivative is zeroed too.
-pub fn memset_zeros<T: Element>(dst: &super::AdBuf<T>) {
+pub fn memset_zeros<T: Bridged>(dst: &super::AdBuf<T>) {
     T::__memset_zeros(dst)
 }
 
 /// A pitched 2D copy between two handles: `height` rows of `width` elements, rows `dst_pitch`
 /// and `src_pitch` bytes apart from each buffer's start (`cuMemcpy2DAsync`). The padding
 /// between rows is neither read nor written, nor is its derivative.
-pub fn memcpy_2d<T: Element>(
+pub fn memcpy_2d<T: BridgedBoxes>(
     dst: &super::AdBuf<T>,
     dst_pitch: usize,
     src: &super::AdBuf<T>,
@@ -93,7 +95,7 @@ pub fn memcpy_2d<T: Element>(
 }
 
 /// [`memcpy_2d`] from pageable host rows.
-pub fn memcpy_2d_htod<T: Element>(
+pub fn memcpy_2d_htod<T: BridgedBoxes>(
     dst: &super::AdBuf<T>,
     dst_pitch: usize,
     src: &[T],
@@ -110,7 +112,7 @@ pub fn memcpy_2d_htod<T: Element>(
 }
 
 /// [`memcpy_2d`] into pageable host rows.
-pub fn memcpy_2d_dtoh<T: Element>(
+pub fn memcpy_2d_dtoh<T: BridgedBoxes>(
     dst: &mut [T],
     dst_pitch: usize,
     src: &super::AdBuf<T>,
@@ -129,7 +131,7 @@ pub fn memcpy_2d_dtoh<T: Element>(
 /// A pitched 3D copy between two handles: `depth` slices of `height` rows of `width`
 /// elements; each side's rows are `pitch` bytes apart and its slices `rows` rows apart
 /// (`(pitch, rows)`), from the buffer's start (`cuMemcpy3DAsync`).
-pub fn memcpy_3d<T: Element>(
+pub fn memcpy_3d<T: BridgedBoxes>(
     dst: &super::AdBuf<T>,
     dst_layout: (usize, usize),
     src: &super::AdBuf<T>,
@@ -140,7 +142,7 @@ pub fn memcpy_3d<T: Element>(
 }
 
 /// [`memcpy_3d`] from pageable host memory.
-pub fn memcpy_3d_htod<T: Element>(
+pub fn memcpy_3d_htod<T: BridgedBoxes>(
     dst: &super::AdBuf<T>,
     dst_layout: (usize, usize),
     src: &[T],
@@ -151,7 +153,7 @@ pub fn memcpy_3d_htod<T: Element>(
 }
 
 /// [`memcpy_3d`] into pageable host memory.
-pub fn memcpy_3d_dtoh<T: Element>(
+pub fn memcpy_3d_dtoh<T: BridgedBoxes>(
     dst: &mut [T],
     dst_layout: (usize, usize),
     src: &super::AdBuf<T>,
@@ -162,18 +164,18 @@ pub fn memcpy_3d_dtoh<T: Element>(
 }
 
 /// A whole array from packed linear memory (x fastest): [`array_rules::upload_array`](crate::array_rules::upload_array).
-pub fn upload_array<T: Element>(dst: &super::AdArray<T>, src: &super::AdBuf<T>) {
+pub fn upload_array<T: BridgedBoxes>(dst: &super::AdArray<T>, src: &super::AdBuf<T>) {
     T::__upload_array(dst, src)
 }
 
 /// A whole array into packed linear memory: [`array_rules::download_array`](crate::array_rules::download_array).
-pub fn download_array<T: Element>(dst: &super::AdBuf<T>, src: &super::AdArray<T>) {
+pub fn download_array<T: BridgedBoxes>(dst: &super::AdBuf<T>, src: &super::AdArray<T>) {
     T::__download_array(dst, src)
 }
 
 /// Linear rows (`(pitch, rows)` as in [`memcpy_3d`]) into a `shape` box of an array at `at`
 /// (elements, rows, slices): [`array_rules::to_array`](crate::array_rules::to_array).
-pub fn copy_to_array<T: Element>(
+pub fn copy_to_array<T: BridgedBoxes>(
     dst: &super::AdArray<T>,
     at: (usize, usize, usize),
     src: &super::AdBuf<T>,
@@ -185,7 +187,7 @@ pub fn copy_to_array<T: Element>(
 
 /// A `shape` box of an array at `at` into linear rows:
 /// [`array_rules::from_array`](crate::array_rules::from_array).
-pub fn copy_from_array<T: Element>(
+pub fn copy_from_array<T: BridgedBoxes>(
     dst: &super::AdBuf<T>,
     dst_layout: (usize, usize),
     src: &super::AdArray<T>,
@@ -197,7 +199,7 @@ pub fn copy_from_array<T: Element>(
 
 /// A `shape` box of one array into another:
 /// [`array_rules::array_to_array`](crate::array_rules::array_to_array).
-pub fn copy_array_to_array<T: Element>(
+pub fn copy_array_to_array<T: BridgedBoxes>(
     dst: &super::AdArray<T>,
     at: (usize, usize, usize),
     src: &super::AdArray<T>,

@@ -224,6 +224,8 @@ mod fill;
 #[cfg(feature = "autodiff")]
 mod ready;
 #[cfg(feature = "autodiff")]
+mod ready_data;
+#[cfg(feature = "autodiff")]
 mod ready_rules;
 mod rules;
 pub use arrays::{
@@ -234,7 +236,9 @@ pub use arrays::{
 pub use bridge::{Side, Streams, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
 pub use fill::{Fill, fill_aug, fill_fwd, fill_primal, fill_rev};
 #[cfg(feature = "autodiff")]
-pub use ready::Bridged;
+pub use ready::{Bridged, BridgedBoxes};
+#[cfg(feature = "autodiff")]
+pub use ready_data::{AdData, DataBuffer};
 pub use rules::{AdRule, Linear, Memset, Region};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:

@@ -320,3 +320,45 @@ fn gpu_ready_memset_refuses_pinned_memory_and_changes_nothing() {
     assert_eq!(a.as_slice().unwrap(), [3.0; 4]);
     assert_eq!(da.as_slice().unwrap(), [1.0; 4]);
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_ready_integers_copy_and_refuse_bad_input() {
+    use super::AdData;
+    use super::ready_data::for_i32 as i;
+    let s = gpu();
+    let mut a = s.alloc_zeros::<i32>(4).unwrap();
+    let mut b = s.clone_htod(&[9i32; 4]).unwrap();
+    let mut idx = [3i32, 1, 4, 1];
+    let mut out = [0i32; 4];
+    {
+        let da = AdData::new(&mut a, &s).unwrap();
+        let db = AdData::new(&mut b, &s).unwrap();
+        let (ha, hb) = (da.handle(), db.handle());
+        // The safe calls: an integer copy is its primal in every mode (Enzyme runs it as an
+        // inactive function).
+        copies::memcpy_htod(ha, &idx);
+        copies::memcpy(hb, ha);
+        copies::memcpy_dtoh(&mut out, hb);
+        assert_eq!(error_text(), "");
+        assert_eq!(out, [3, 1, 4, 1]);
+        // Bad input changes nothing: 3 of 4, then a memset, then the identity.
+        // SAFETY: a live handle; `idx` holds 4 elements, of which 3 are given.
+        unsafe { i::htod(ha, idx.as_mut_ptr(), 3) };
+        assert!(error_text().contains("length"), "a length mismatch");
+        copies::memset_zeros(ha);
+        copies::memcpy(hb, hb);
+        assert_eq!(error_text(), "");
+    }
+    assert_eq!(s.clone_dtoh(&a).unwrap(), [0; 4]);
+    assert_eq!(s.clone_dtoh(&b).unwrap(), [3, 1, 4, 1]);
+    // Two streams: refused before any copy.
+    let s2 = s.fork().unwrap();
+    {
+        let da = AdData::new(&mut a, &s).unwrap();
+        let db = AdData::new(&mut b, &s2).unwrap();
+        copies::memcpy(da.handle(), db.handle());
+        assert!(error_text().contains("two streams"));
+    }
+    assert_eq!(s.clone_dtoh(&a).unwrap(), [0; 4]);
+}
