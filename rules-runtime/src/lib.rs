@@ -235,7 +235,7 @@ pub mod __private {
         pub use crate::autodiff::AdArray;
         pub use crate::autodiff::{AdBuf, take_error};
         pub use crate::memory::MemoryKind;
-        pub use crate::memory::autodiff::{
+        pub use crate::autodiff::raw::{
             AdRule, ArraySide, BufSide, Fill, Linear, Memset, RefFill, RefMemset, RefRegion,
             Region, Registration, Side, SliceSide, Streams, array_aug, array_fill_aug,
             array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal, array_rev,

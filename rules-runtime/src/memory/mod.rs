@@ -8,7 +8,6 @@
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
 pub mod array;
-pub(crate) mod autodiff;
 pub mod device;
 #[cfg(feature = "testing")]
 pub(crate) mod filled;

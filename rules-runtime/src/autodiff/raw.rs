@@ -10,7 +10,7 @@
 //! that is `Const` (no derivative flows into it), for a destination it is refused (its
 //! derivative would be lost: a wrong gradient).
 
-use super::{DeviceAddr, MemoryKind, ShadowMemory};
+use crate::memory::{DeviceAddr, MemoryKind, ShadowMemory};
 use crate::element::Differentiable;
 use crate::error::Error;
 use cudarc::driver::CudaStream;

@@ -297,7 +297,7 @@ fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_of_one_byte() {
     // A context of its own is not possible here (the primary context is shared); run this first
-    // in a fresh process: `--ignored --exact memory::autodiff::tests_misuse::misuse_gpu_reserve_of_one_byte`.
+    // in a fresh process: `--ignored --exact autodiff::raw::tests_misuse::misuse_gpu_reserve_of_one_byte`.
     let s = crate::cuda::stream(0).expect("a GPU");
     let r = crate::cuda::reserve(&s, 1);
     assert!(r.is_ok(), "{r:?}");
@@ -408,7 +408,7 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
 #[cfg(not(miri))]
 #[test]
 fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
-    const NAME: &str = "memory::autodiff::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
+    const NAME: &str = "autodiff::raw::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
     if std::env::var_os("REVIEW2_CHILD").is_some() {
         let (mut y, x) = ([0.0f32; 2], [1.0f32; 2]);
         rv_bomb_ad(&mut y, &x, 2);
