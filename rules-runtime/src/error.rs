@@ -1,6 +1,6 @@
 //! The one error type of the runtime and of every generated rule.
 
-use crate::memory::{MemoryKind, Region};
+use crate::address::{MemoryKind, Region};
 use cudarc::driver::DriverError;
 use std::fmt;
 
@@ -392,7 +392,7 @@ impl PrimalDriverError {
 impl fmt::Display for PrimalDriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CUDA driver error {:?}", self.code())?;
-        if !crate::cuda::driver_available() {
+        if !crate::driver::driver_available() {
             return f
                 .write_str(" (the CUDA driver is not loaded, so it cannot describe this code)");
         }
@@ -418,7 +418,7 @@ impl std::error::Error for PrimalDriverError {}
 /// text only where the driver is loaded (cudarc's `Display` asks it, and panics without it).
 impl From<DriverError> for Error {
     fn from(e: DriverError) -> Self {
-        crate::cuda::driver("a cudarc call")(e)
+        crate::driver::driver("a cudarc call")(e)
     }
 }
 

@@ -4,8 +4,8 @@
 //! shadow operations ([`crate::ops::region`]) work on such a box and never touch the bytes
 //! between its rows (padding) or outside it.
 
+use crate::address::Overlap;
 use crate::error::{Error, Result};
-use crate::memory::Overlap;
 
 /// A box of elements inside a buffer.
 ///

@@ -10,9 +10,9 @@
 //! that is `Const` (no derivative flows into it), for a destination it is refused (its
 //! derivative would be lost: a wrong gradient).
 
-use crate::memory::{DeviceAddr, MemoryKind, ShadowMemory};
 use crate::element::Differentiable;
 use crate::error::Error;
+use crate::memory::{DeviceAddr, MemoryKind, ShadowMemory};
 use cudarc::driver::CudaStream;
 use std::marker::PhantomData;
 use std::sync::Arc;

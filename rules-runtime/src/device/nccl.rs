@@ -1,11 +1,24 @@
 //! NCCL's raw corners, for `crate::nccl` (which forbids `unsafe`): the text of a result code, and
 //! scratch device memory from the runtime's pool seen as typed cudarc slices for NCCL's calls.
 
-use crate::device::pool::{Lease, Memory};
+use crate::driver::pool::{Lease, Memory};
+use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::nccl::NcclElement;
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
+use cudarc::nccl::NcclType;
 use std::sync::Arc;
+
+/// An element type NCCL can move and sum: `f32`, `f64`, `f16`, `bf16`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type NCCL can sum",
+    label = "collective rules need `f32`, `f64`, `half::f16` or `half::bf16` elements",
+    note = "NCCL has no complex type: move a complex buffer as two real ones, outside the rule"
+)]
+pub trait NcclElement: Differentiable + NcclType + cudarc::driver::DeviceRepr {}
+impl NcclElement for f32 {}
+impl NcclElement for f64 {}
+impl NcclElement for half::f16 {}
+impl NcclElement for half::bf16 {}
 
 /// NCCL's description of `code`. The caller has checked that NCCL can be loaded.
 pub(crate) fn error_string(code: cudarc::nccl::sys::ncclResult_t) -> String {
@@ -22,7 +35,7 @@ pub(crate) fn error_string(code: cudarc::nccl::sys::ncclResult_t) -> String {
 
 /// Scratch device memory for one lane of a collective rule (a received cotangent, zeros for a
 /// `Const` input, a discarded result for a `Const` output): up to two buffers leased from the
-/// runtime's one pool ([`crate::device::pool`]), seen as typed cudarc slices for NCCL's calls.
+/// runtime's one pool ([`crate::driver::pool`]), seen as typed cudarc slices for NCCL's calls.
 ///
 /// Everything that touches them is enqueued on the communicator's stream, which the leases order
 /// after the buffers' previous uses and before their next ones (events), whatever stream those are

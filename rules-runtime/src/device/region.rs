@@ -13,15 +13,15 @@ pub(crate) use boxes::{
     BoxInto, BoxOf, Pass, accumulate_and_zero, array_pass, array_pass_read, can_pass, copy, double,
     fill, sum_into, sum_to_host, with_box_on_host, zero_array,
 };
-pub(crate) use sum::{SUMS, dtype_index, sum_partials};
 use sum::{SumTo, sum};
+pub(crate) use sum::{dtype_index, sum_partials};
 
 use super::kernels::{self, THREADS, bind, real_kernel};
-use super::pool;
-use crate::cuda::driver;
+use super::kernels::{FUSED_SPLIT_BYTES, STREAMING_ZERO_BYTES};
+use crate::driver::driver;
+use crate::driver::pool;
 use crate::element::Dtype;
 use crate::error::Result;
-use crate::ops::{FUSED_SPLIT_BYTES, STREAMING_ZERO_BYTES};
 use cudarc::driver::{CudaStream, sys};
 
 /// One side of a box in device-reachable memory: the byte address of its first element and its

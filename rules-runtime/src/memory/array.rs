@@ -11,9 +11,9 @@
 //! from a zero buffer.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
-use crate::cuda::driver;
-use crate::device::pool::CurrentContext;
 use crate::device::region::{At, SurfaceBox, copy_box};
+use crate::driver::driver;
+use crate::driver::pool::CurrentContext;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::region::Pitched;
@@ -111,7 +111,7 @@ impl<T: ArrayElement> CudaArray<T> {
         (width, height, depth): (usize, usize, usize),
         surface: bool,
     ) -> Result<Self> {
-        crate::cuda::require_driver()?;
+        crate::driver::require_driver()?;
         if width == 0 || height == 0 || depth == 0 {
             return Err(Error::BadRegion {
                 what: "a CUDA array".into(),
@@ -455,7 +455,7 @@ impl<'a> ArrayRef<'a> {
     /// stream before it uses `host` again.
     fn host_copy(&self, stream: &CudaStream, host: u64, to_array: bool) -> Result<()> {
         // The caller waits for the stream, which a graph capture cannot record.
-        if crate::ops::capturing(stream)? {
+        if crate::driver::capturing(stream)? {
             return Err(Error::Capturing {
                 op: "a CUDA array's host copy",
             });

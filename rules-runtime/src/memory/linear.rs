@@ -2,7 +2,7 @@
 //! rules (`crate::array_rules`): the box checks a primitive makes before the driver call, the
 //! copy descriptor, and [`Linear`], the buffers whose address a copy may be given.
 
-use crate::device::pool::CurrentContext;
+use crate::driver::pool::CurrentContext;
 use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef, CudaArray};
 use crate::memory::raw::RawShadow;
@@ -440,7 +440,7 @@ fn ordered(
     if let Some(e) = linear.and_then(|c| foreign("the linear buffer", c)) {
         return Err(e);
     }
-    if crate::ops::capturing(stream)? {
+    if crate::driver::capturing(stream)? {
         return Err(Error::Capturing {
             op: "a box copy with a CUDA array",
         });

@@ -13,19 +13,20 @@
 //! `Const`): `Scratch` leases it from the runtime's one pool, reused by every stream.
 #![forbid(unsafe_code)]
 
-use crate::cuda::{driver, require_driver};
-use crate::element::Differentiable;
+use crate::driver::{driver, require_driver};
 use crate::error::{Error, Result};
 use crate::memory::{ShadowMemory, ShadowRead};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
+use cudarc::nccl::ReduceOp;
 use cudarc::nccl::result::NcclError;
-use cudarc::nccl::{NcclType, ReduceOp};
 use std::sync::{Arc, OnceLock};
 
 /// cudarc's communicator and unique id. Their constructors (`Id::new`, `Comm::from_rank`,
 /// `Comm::from_devices`) panic where NCCL is missing: make them with [`unique_id`],
 /// [`comm_from_rank`] and [`single_rank`], which answer [`Error::NoNccl`].
 pub use cudarc::nccl::{Comm, Id};
+
+pub use crate::device::nccl::NcclElement;
 
 /// Whether the NCCL library can be loaded (checked once, without panicking).
 pub fn nccl_available() -> bool {
@@ -35,7 +36,7 @@ pub fn nccl_available() -> bool {
     }
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // The names cudarc's loader tries first (it does not try the versioned `libnccl.so.2`).
-    *PRESENT.get_or_init(|| crate::cuda::library_present(&["libnccl.so", "nccl.dll"]))
+    *PRESENT.get_or_init(|| crate::driver::library_present(&["libnccl.so", "nccl.dll"]))
 }
 
 /// `Ok` when the CUDA driver and NCCL are there; [`Error::NoDriver`] or [`Error::NoNccl`] otherwise.
@@ -181,18 +182,6 @@ impl<R: RankArg + ?Sized> RankArg for &R {
         (**self).rank()
     }
 }
-
-/// An element type NCCL can move and sum: `f32`, `f64`, `f16`, `bf16`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an element type NCCL can sum",
-    label = "collective rules need `f32`, `f64`, `half::f16` or `half::bf16` elements",
-    note = "NCCL has no complex type: move a complex buffer as two real ones, outside the rule"
-)]
-pub trait NcclElement: Differentiable + NcclType + cudarc::driver::DeviceRepr {}
-impl NcclElement for f32 {}
-impl NcclElement for f64 {}
-impl NcclElement for half::f16 {}
-impl NcclElement for half::bf16 {}
 
 /// Sealing of [`CollectiveSrc`] and [`CollectiveDst`]: NCCL is given the view they return and a
 /// count taken from [`ShadowRead::len`](crate::ShadowRead::len), so only cudarc's own buffers,

@@ -14,11 +14,11 @@
 
 use super::region::{pair as linear_pair, zero_region};
 use super::{On, Op, Source};
-use crate::device::pool::Staged;
 use crate::device::region::{self as boxes, BoxInto, BoxOf, Pass};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::array::{ArrayRef, Place};
+use crate::memory::staged::Staged;
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, ShadowMemory, ShadowRead};
 use crate::region::{Pitched, relation};

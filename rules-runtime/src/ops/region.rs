@@ -14,9 +14,9 @@ mod host;
 
 use super::host::add;
 use super::{On, Op, Operand, Route, Source, plan_with, stream_for};
-use crate::cuda::driver;
-use crate::device::pool::Lease;
 use crate::device::region as boxes;
+use crate::driver::driver;
+use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::rows::{for_each_row, for_each_row_mut};
@@ -71,7 +71,7 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     r: Pitched,
     value: A::Elem,
 ) -> Result<()> {
-    let _p = crate::device::probe::span("fill_region (zero_region)");
+    let _p = crate::driver::probe::span("fill_region (zero_region)");
     r.check::<A::Elem>("the destination", buf.len())?;
     if r.elements() == 0 {
         return Ok(());
@@ -107,7 +107,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let _p = crate::device::probe::span("region pair (accumulate_and_zero_region)");
+    let _p = crate::driver::probe::span("region pair (accumulate_and_zero_region)");
     let b = src
         .get()
         .ok_or_else(|| no_address(op, acc.kind(), acc.kind()))?;

@@ -8,8 +8,8 @@
 
 use super::region::{no_address, route, sync};
 use super::{On, Op, Route};
-use crate::device::pool::{Held, Memory};
 use crate::device::region::{self as boxes, BoxInto, BoxOf};
+use crate::driver::pool::{Held, Memory};
 use crate::error::{Error, Result};
 use crate::memory::rows::{for_each_row, for_each_row_mut};
 use crate::memory::view::{DevMut, DevRef};

@@ -6,8 +6,8 @@
 use super::region::{cross_refused, no_address, route, sync};
 use super::{On, Op, Route};
 use crate::device::kernels;
-use crate::device::pool::Lease;
 use crate::device::region as boxes;
+use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Result, check_len};
 use crate::memory::rows::{for_each_row, for_each_row_mut};

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::cuda::driver;
+use crate::driver::driver;
 use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::ShadowMemory;
@@ -51,7 +51,7 @@ impl Env {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }
-        let s = crate::cuda::stream(0)?;
+        let s = crate::driver::stream(0)?;
         Ok(self.stream.get_or_init(|| s))
     }
 

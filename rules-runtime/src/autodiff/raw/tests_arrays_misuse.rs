@@ -232,7 +232,7 @@ fn array_misuse_array_bridge_refusals_run_nothing() {
 /// The GPU's stream. These tests are `#[ignore]`d, so a machine without a GPU reports them as
 /// ignored; run with `--ignored`, a missing GPU is a failure, not a pass (docs/testing.md).
 fn gpu() -> std::sync::Arc<CudaStream> {
-    crate::cuda::stream(0).expect("a GPU (this test was asked for with --ignored)")
+    crate::driver::stream(0).expect("a GPU (this test was asked for with --ignored)")
 }
 
 /// Hazard (guarded by: a handle keeps its array's extent, `extent` reads no array).

@@ -241,7 +241,7 @@ unsafe fn rv_dtoh_then_panic(
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
     use cudarc::driver::sys;
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let n = 64 << 20; // 256 MiB: tens of milliseconds of device → host copy
     let ctx = s.context().clone();
     // SAFETY: pinned allocation of `n` f32, zeroed by the host below.
@@ -275,12 +275,12 @@ fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
     use cudarc::driver::sys;
-    let s1 = crate::cuda::stream(0).expect("a GPU");
-    let s2 = crate::cuda::stream(0).expect("a GPU");
-    crate::cuda::prepare(s1.context()).unwrap(); // the module load, outside the capture
+    let s1 = crate::driver::stream(0).expect("a GPU");
+    let s2 = crate::driver::stream(0).expect("a GPU");
+    crate::driver::prepare(s1.context()).unwrap(); // the module load, outside the capture
     s1.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
         .unwrap();
-    let r = crate::cuda::reserve(&s2, 4 << 20);
+    let r = crate::ops::reserve::reserve(&s2, 4 << 20);
     let status = s1.capture_status();
     let end = s1.end_capture(sys::CUgraphInstantiate_flags(0));
     assert!(
@@ -298,8 +298,8 @@ fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
 fn misuse_gpu_reserve_of_one_byte() {
     // A context of its own is not possible here (the primary context is shared); run this first
     // in a fresh process: `--ignored --exact autodiff::raw::tests_misuse::misuse_gpu_reserve_of_one_byte`.
-    let s = crate::cuda::stream(0).expect("a GPU");
-    let r = crate::cuda::reserve(&s, 1);
+    let s = crate::driver::stream(0).expect("a GPU");
+    let r = crate::ops::reserve::reserve(&s, 1);
     assert!(r.is_ok(), "{r:?}");
 }
 
@@ -364,7 +364,7 @@ unsafe fn rv_d2d(
 #[test]
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let (mut a, mut da) = (
         s.alloc_zeros::<f32>(4).unwrap(),
         s.alloc_zeros::<f32>(4).unwrap(),
@@ -375,7 +375,7 @@ fn misuse_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
     );
     let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
     {
-        let other = Box::new(crate::cuda::stream(0).unwrap());
+        let other = Box::new(crate::driver::stream(0).unwrap());
         let mut pb = AdPair::new(&mut b, &mut db, &other).unwrap();
         core::mem::swap(pa.split().1, pb.split().1);
     } // `pb` and the boxed `Arc` are gone; `pa` holds `pb`'s shadow handle
@@ -408,7 +408,8 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
 #[cfg(not(miri))]
 #[test]
 fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
-    const NAME: &str = "autodiff::raw::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
+    const NAME: &str =
+        "autodiff::raw::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
     if std::env::var_os("REVIEW2_CHILD").is_some() {
         let (mut y, x) = ([0.0f32; 2], [1.0f32; 2]);
         rv_bomb_ad(&mut y, &x, 2);
@@ -479,7 +480,7 @@ fn misuse_fingerprint_structured_families_do_not_collide() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_bridge_during_capture_breaks_the_capture() {
     use cudarc::driver::sys;
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let (mut a, mut da) = (
         s.alloc_zeros::<f32>(4).unwrap(),
         s.alloc_zeros::<f32>(4).unwrap(),

@@ -3,8 +3,8 @@
 
 use super::rules::{AdRefRule, DstAct, SrcAct};
 use super::{RefSide, handle_error};
-use crate::autodiff::{AdError, Bridge, record};
 use crate::autodiff::raw::bridge::{Streams, UnwindWait, finished};
+use crate::autodiff::{AdError, Bridge, record};
 use std::borrow::{Borrow, BorrowMut};
 use std::cell::Cell;
 use std::ffi::c_void;
