@@ -4,6 +4,7 @@
 //! context cache (`crate::driver::pool`). Nothing here checks user input: `crate::ops` checks
 //! everything first, then calls in here with addresses it has validated.
 
+pub(crate) mod array;
 pub(crate) mod check;
 pub(crate) mod kernels;
 pub(crate) mod nccl;

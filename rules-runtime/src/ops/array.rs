@@ -17,12 +17,28 @@ use super::{On, Op, Source};
 use crate::device::region::{self as boxes, BoxInto, BoxOf, Pass};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::memory::array::{ArrayRef, Place};
+use crate::memory::array::{ArrayElement, ArrayRef, CudaArray, Place};
 use crate::memory::staged::Staged;
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, ShadowMemory, ShadowRead};
 use crate::region::{Pitched, relation};
 use cudarc::driver::CudaStream;
+
+impl<T: ArrayElement> CudaArray<T> {
+    /// A new array of this extent with every element `+0.0`, ordered on `stream`.
+    pub fn zeroed(stream: &CudaStream, width: usize, height: usize, depth: usize) -> Result<Self> {
+        let mut a = Self::new(stream.context(), width, height, depth)?;
+        let whole = a.whole();
+        zero_region(On::Stream(stream), &mut a, whole)?;
+        Ok(a)
+    }
+
+    /// A zeroed array of the same extent and context: a shadow for this one.
+    pub fn shadow_like(&self, stream: &CudaStream) -> Result<Self> {
+        let (w, h, d) = self.extent();
+        Self::zeroed(stream, w, h, d)
+    }
+}
 
 /// A contiguous box of `r`'s shape from element 0: where an array box is staged.
 fn packed<T>(r: &Pitched) -> Pitched {
