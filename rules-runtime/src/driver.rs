@@ -1,38 +1,22 @@
 //! The CUDA driver, reached safely: cudarc panics when libcuda is missing, so every entry point of
 //! this crate that touches CUDA asks [`driver_available`] first and returns [`Error::NoDriver`].
 //!
-//! The ground floor of the runtime with [`crate::error`]: the driver handle (contexts, streams,
-//! a capture's status), the one cache of per-context resources ([`pool`]) and the host-side step
-//! timer ([`probe`]). Its public functions are the crate's `cuda` module.
+//! The ground floor of the runtime with [`crate::error`]: whether the driver is there
+//! ([`library`]), the driver handle (contexts, streams, a capture's status), the one cache of
+//! per-context resources ([`pool`]) and the host-side step timer ([`probe`]). Its public
+//! functions are the crate's `cuda` module.
 
+pub(crate) mod library;
 pub(crate) mod pool;
 pub(crate) mod probe;
 
+pub(crate) use crate::error::driver;
+pub use library::driver_available;
+pub(crate) use library::library_present;
+
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
-use std::sync::{Arc, OnceLock};
-
-/// Whether the CUDA driver library can be loaded (checked once, without panicking).
-pub fn driver_available() -> bool {
-    // Miri cannot call into a foreign library: the host code it checks runs as without a driver.
-    if cfg!(miri) {
-        return false;
-    }
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    *PRESENT.get_or_init(|| library_present(&["libcuda.so", "libcuda.so.1", "nvcuda.dll"]))
-}
-
-/// Whether one of `names` can be opened as a shared library. Our own probe, not cudarc's
-/// `is_culib_present`: that one exists only when cudarc loads the driver at run time, and cudarc
-/// links it instead when another crate in the build (candle) asks for `dynamic-linking`. Every
-/// name here is also one cudarc's loader tries, so a library found here is one cudarc finds.
-pub(crate) fn library_present(names: &[&str]) -> bool {
-    names.iter().any(|name| {
-        // SAFETY: opening a library runs its initialisers; the CUDA and NCCL libraries' are the
-        // ones cudarc would run when it loads them. Nothing from it is called here.
-        unsafe { libloading::Library::new(*name) }.is_ok()
-    })
-}
+use std::sync::Arc;
 
 /// `Ok` when the driver is there, [`Error::NoDriver`] otherwise.
 pub fn require_driver() -> Result<()> {
@@ -100,20 +84,6 @@ pub(crate) fn capturing(s: &CudaStream) -> Result<bool> {
     let _current = pool::CurrentContext::save();
     let status = s.capture_status().map_err(driver("cuStreamIsCapturing"))?;
     Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-}
-
-/// Maps a driver error of operation `op` into [`Error::Driver`].
-pub(crate) fn driver(op: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| Error::Driver {
-        op,
-        // cudarc's message asks the driver for its text, which panics where the library is
-        // missing: the code's name alone does not.
-        message: if driver_available() {
-            e.to_string()
-        } else {
-            format!("{:?}", e.0)
-        },
-    }
 }
 
 #[cfg(test)]
