@@ -12,7 +12,7 @@
 //!
 //! Here: the type, its creation and release, and what it is as a memory kind. Its methods that
 //! copy (`copy_from_host`, `to_host`) are with the driver's box copies in `device/array.rs`; the
-//! ones that zero (`zeroed`, `shadow_like`) with the region operations in `ops/array.rs`.
+//! ones that zero (`zeroed`, `shadow_like`) with the region operations in `ops/region/array.rs`.
 
 mod place;
 

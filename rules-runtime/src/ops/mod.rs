@@ -13,14 +13,15 @@
 //!
 //! Where each part lives:
 //! - here: the public face of whole-buffer work ([`accumulate`], [`zero`],
-//!   [`accumulate_and_zero`]), the thresholds that pick between kernels, and the words the
-//!   routing shares (`Op`, `Source`);
+//!   [`accumulate_and_zero`]), the thresholds that pick between kernels (defined with the kernels
+//!   in `device`), and the words the routing shares (`Op`, `Source`);
 //! - `route`: the deciding: `plan` and `plan_with`, the `Route` and the `Plan` that runs on it,
 //!   the stream, capture and context checks, and the one-launch device path;
 //! - `host`, `par`, `pipeline`: host loops, staging, and the pinned pipelines; `cross`: work
 //!   across contexts;
-//! - `region`, `sum`, `saved`, `array`: the same operations on boxes (pitched regions, CUDA
-//!   arrays), their sums, and the save and restore of a box.
+//! - `region` (with `region::host` and `region::array`), `sum`, `saved`: the same operations on
+//!   boxes (pitched regions, CUDA arrays), their sums, and the save and restore of a box;
+//! - `reserve`: `cuda::reserve`, what the first operations on a context would pay, paid ahead.
 #![forbid(unsafe_code)]
 
 pub(crate) mod cross;
@@ -30,7 +31,6 @@ pub use on::{AsStream, On};
 pub(crate) use route::{Operand, Plan, Route, StreamRef, plan, plan_with, refuse_call_in_capture};
 pub use saved::{SavedRegion, restore_region, save_region};
 pub use sum::{accumulate_sum_region, sum_region};
-pub(crate) mod array;
 pub(crate) mod check;
 mod host;
 mod on;

@@ -6,10 +6,11 @@
 //! Everything is checked before the first write: each box against its buffer and element type,
 //! the shapes against each other, the overlap of the two boxes row interval by row interval.
 //!
-//! The host loops of the two-box operations are in `host` (row by row: `crate::memory::rows`);
-//! the helpers at the end of this file (route, errors) are shared with the sums, saves and array
+//! The host loops of the two-box operations are in `host` (row by row: `crate::memory::rows`), the
+//! routes with a CUDA array on either side in `array`; the helpers at the end of this file (route, errors) are shared with the sums, saves and array
 //! operations.
 
+pub(crate) mod array;
 mod host;
 
 use super::host::add;
@@ -77,7 +78,7 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
         return Ok(());
     }
     if buf.array().is_some() {
-        return super::array::fill(on, buf, r, value);
+        return array::fill(on, buf, r, value);
     }
     let kind = buf.kind();
     match route::<A, A>(on, Op::Zero, &*buf, None)? {
@@ -127,7 +128,7 @@ where
         return Ok(());
     }
     if acc.array().is_some() || b.array().is_some() {
-        return super::array::pair(on, op, acc, ra, src, rb);
+        return array::pair(on, op, acc, ra, src, rb);
     }
     let size = size_of::<A::Elem>();
     let (acc_kind, src_kind) = (acc.kind(), b.kind());

@@ -32,8 +32,8 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
     }
     if buf.array().is_some() {
         // Staged into linear memory; the sum waits for the stream, so the lease outlives its use.
-        let stream = super::array::stream(on, "a CUDA array")?;
-        let (st, packed) = super::array::staged(stream, buf, r)?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
+        let (st, packed) = super::region::array::staged(stream, buf, r)?;
         return sum_region(On::Stream(stream), &st, packed);
     }
     let kind = buf.kind();
@@ -118,8 +118,8 @@ where
         });
     }
     if src.array().is_some() {
-        let stream = super::array::stream(on, "a CUDA array")?;
-        let (st, packed) = super::array::staged(stream, src, r)?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
+        let (st, packed) = super::region::array::staged(stream, src, r)?;
         return accumulate_sum_region(On::Stream(stream), acc, &st, packed);
     }
     let (acc_kind, src_kind) = (acc.kind(), src.kind());
