@@ -101,7 +101,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
         primal: &'a mut B,
         shadow: &'a mut B,
         stream: &'a Arc<CudaStream>,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         Self::make(primal, shadow, Some(stream))
     }
 
@@ -110,7 +110,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
     pub fn new_host<B: ShadowMemory<Elem = T> + ?Sized>(
         primal: &'a mut B,
         shadow: &'a mut B,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         Self::make(primal, shadow, None)
     }
 
@@ -118,7 +118,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
         primal: &'a mut B,
         shadow: &'a mut B,
         stream: Option<&'a Arc<CudaStream>>,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         let (kind, len) = (primal.kind(), primal.len());
         if shadow.kind() != kind || kind == MemoryKind::Array {
             return Err(Error::UnsupportedKinds {
@@ -188,7 +188,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
 fn address<'a, B: ShadowMemory + ?Sized>(
     buf: &'a mut B,
     stream: Option<&'a CudaStream>,
-) -> crate::Result<(*mut B::Elem, Option<DeviceAddr<'a>>)> {
+) -> crate::error::Result<(*mut B::Elem, Option<DeviceAddr<'a>>)> {
     if buf.kind() == MemoryKind::Host {
         let ptr = buf
             .host_mut()?

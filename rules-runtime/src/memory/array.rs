@@ -177,9 +177,9 @@ impl<T: ArrayElement> CudaArray<T> {
     }
 
     /// The box of the whole array.
-    pub fn whole(&self) -> crate::Pitched {
+    pub fn whole(&self) -> crate::region::Pitched {
         let (w, h, d) = self.extent;
-        crate::Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
+        crate::region::Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
     }
 
     /// The box at `(x, y, z)` of `width × height × depth` elements.
@@ -187,7 +187,7 @@ impl<T: ArrayElement> CudaArray<T> {
         &self,
         (x, y, z): (usize, usize, usize),
         (width, height, depth): (usize, usize, usize),
-    ) -> crate::Pitched {
+    ) -> crate::region::Pitched {
         let (w, h, _) = self.extent;
         // A box that does not fit the array gets an offset past its end (refused with
         // `BadRegion` when used), never an overflow.
@@ -197,7 +197,7 @@ impl<T: ArrayElement> CudaArray<T> {
             .and_then(|v| v.checked_mul(w))
             .and_then(|v| v.checked_add(x))
             .unwrap_or(usize::MAX);
-        crate::Pitched::slices(offset, width, height, depth, w * size_of::<T>(), h)
+        crate::region::Pitched::slices(offset, width, height, depth, w * size_of::<T>(), h)
     }
 
     /// The raw handle (for the user's own driver calls: copies into and out of the array).

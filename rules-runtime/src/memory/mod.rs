@@ -320,8 +320,11 @@ mod tests {
             asked: core::cell::Cell::new(false),
         };
         let src = [1.0f32; 3];
-        let e = crate::accumulate(crate::On::Host, &mut acc, &src[..]).unwrap_err();
-        assert!(matches!(e, crate::Error::LengthMismatch { .. }), "{e}");
+        let e = crate::ops::accumulate(crate::ops::On::Host, &mut acc, &src[..]).unwrap_err();
+        assert!(
+            matches!(e, crate::error::Error::LengthMismatch { .. }),
+            "{e}"
+        );
         assert_eq!(acc.data, [1.0; 4], "nothing written");
     }
 

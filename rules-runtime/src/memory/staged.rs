@@ -20,7 +20,7 @@ impl<'s, T: crate::element::Differentiable> Staged<'s, T> {
     pub(crate) fn new(n: usize, stream: &'s CudaStream) -> Result<Self> {
         let bytes = n
             .checked_mul(size_of::<T>())
-            .ok_or(crate::Error::RangeOverflow {
+            .ok_or(crate::error::Error::RangeOverflow {
                 what: "a staged box",
                 offset: 0,
                 len: n,
@@ -36,10 +36,10 @@ impl<'s, T: crate::element::Differentiable> Staged<'s, T> {
 // SAFETY: the lease holds at least `n` elements of `T` (made so by `Staged::new`) of device memory
 // of the lease's context, 256-byte aligned, exclusively ours until the lease drops; its previous
 // use is ordered before the stream's work by the lease; no host view is handed out.
-unsafe impl<T: crate::element::Differentiable> crate::ShadowRead for Staged<'_, T> {
+unsafe impl<T: crate::element::Differentiable> crate::memory::ShadowRead for Staged<'_, T> {
     type Elem = T;
-    fn kind(&self) -> crate::MemoryKind {
-        crate::MemoryKind::Device
+    fn kind(&self) -> crate::memory::MemoryKind {
+        crate::memory::MemoryKind::Device
     }
     fn len(&self) -> usize {
         self.n
@@ -60,7 +60,7 @@ unsafe impl<T: crate::element::Differentiable> crate::ShadowRead for Staged<'_, 
 }
 
 // SAFETY: as above; `&mut self` makes the writer the only user.
-unsafe impl<T: crate::element::Differentiable> crate::ShadowMemory for Staged<'_, T> {
+unsafe impl<T: crate::element::Differentiable> crate::memory::ShadowMemory for Staged<'_, T> {
     fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
         Ok(None)
     }

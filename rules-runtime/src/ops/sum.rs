@@ -45,7 +45,7 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
         Route::Device { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
-                return Err(crate::Error::Capturing { op: "sum_region" });
+                return Err(crate::error::Error::Capturing { op: "sum_region" });
             }
             let d =
                 DevRef::of(buf, &stream).ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
@@ -110,7 +110,7 @@ where
         end: g.start + s.end as u64 * size,
     };
     if a.relation(boxed) != crate::memory::Overlap::Disjoint {
-        return Err(crate::Error::Aliasing {
+        return Err(crate::error::Error::Aliasing {
             what: "the value's shadow".into(),
             other: "the summed box".into(),
             start: a.start.max(boxed.start),
@@ -136,7 +136,7 @@ where
         Route::Device { stream } | Route::TakePinned { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
-                return Err(crate::Error::Capturing { op: "sum_region" });
+                return Err(crate::error::Error::Capturing { op: "sum_region" });
             }
             let d = DevRef::of(src, &stream).ok_or_else(no_address)?;
             let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;

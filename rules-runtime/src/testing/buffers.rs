@@ -235,9 +235,10 @@ pub(crate) fn lanes<B: TestBuffer + ?Sized, const N: usize>(
 ) -> Result<[&mut B; N]> {
     let found = owners.len();
     let v: Vec<&mut B> = owners.iter_mut().map(B::arg).collect();
-    v.try_into().map_err(|_| crate::Error::LengthMismatch {
-        what: "the shadows of a batch".to_string(),
-        expected: N,
-        found,
-    })
+    v.try_into()
+        .map_err(|_| crate::error::Error::LengthMismatch {
+            what: "the shadows of a batch".to_string(),
+            expected: N,
+            found,
+        })
 }

@@ -278,7 +278,7 @@ pub fn adjoint_check<T: Differentiable>(
     let w = random_vec::<T>(n_out, seed ^ 0x9e37_79b9_7f4a_7c15);
     let jv = jvp(&v)?;
     let jtw = vjp(&w)?;
-    let wrong = |what: &str, expected: usize, found: usize| crate::Error::LengthMismatch {
+    let wrong = |what: &str, expected: usize, found: usize| crate::error::Error::LengthMismatch {
         what: what.to_string(),
         expected,
         found,

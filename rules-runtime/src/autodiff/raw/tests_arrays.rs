@@ -405,7 +405,7 @@ pub fn ta_upload_raw(
     #[src] src: &RawShadow<f32>,
 ) -> Result<()> {
     let (w, h, d) = dst.extent();
-    linear::whole_array(src.len(), (w, h, d)).map_err(crate::Error::primal)?;
+    linear::whole_array(src.len(), (w, h, d)).map_err(crate::error::Error::primal)?;
     linear::linear_to_array(stream, dst, (0, 0, 0), src, (w * 4, h), (w, h, d))
 }
 

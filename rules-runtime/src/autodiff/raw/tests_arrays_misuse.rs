@@ -271,7 +271,7 @@ fn am_download_peek(
 ) -> Result<()> {
     let (w, h, d) = src.extent();
     crate::memory::linear::array_to_linear(stream, dst, (w * 4, h), src, (0, 0, 0), (w, h, d))?;
-    stream.synchronize().map_err(crate::Error::primal)?;
+    stream.synchronize().map_err(crate::error::Error::primal)?;
     let mine = dst.host_mut()?.expect("pinned memory is host-accessible");
     let mut seen = vec![0.0f32; mine.len()];
     // The same memory, read by another bridge while `mine` (a `&mut`) is live.

@@ -449,8 +449,8 @@ fn pass_on<T: Differentiable>(
     let Some(b) = p.surface() else {
         return Err(Error::UnsupportedKinds {
             op: "array pass",
-            dst: crate::MemoryKind::Array,
-            src: crate::MemoryKind::Device,
+            dst: crate::memory::MemoryKind::Array,
+            src: crate::memory::MemoryKind::Device,
             why: "the array has no surface object",
         });
     };

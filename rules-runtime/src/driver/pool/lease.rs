@@ -83,7 +83,7 @@ impl<'s> Lease<'s> {
         let b = self.buffer();
         fits::<T>(b, n)?;
         if b.memory != Memory::PinnedHost {
-            return Err(crate::Error::UnsupportedKinds {
+            return Err(crate::error::Error::UnsupportedKinds {
                 op: "staging",
                 dst: crate::address::MemoryKind::Device,
                 src: crate::address::MemoryKind::Device,
@@ -103,8 +103,8 @@ impl<'s> Lease<'s> {
     }
 }
 
-fn gone() -> crate::Error {
-    crate::Error::LengthMismatch {
+fn gone() -> crate::error::Error {
+    crate::error::Error::LengthMismatch {
         what: "a held buffer already returned".into(),
         expected: 1,
         found: 0,
@@ -115,7 +115,7 @@ fn gone() -> crate::Error {
 fn fits<T>(b: &Buffer, n: usize) -> Result<()> {
     match n.checked_mul(size_of::<T>()) {
         Some(bytes) if bytes <= b.bytes => Ok(()),
-        _ => Err(crate::Error::LengthMismatch {
+        _ => Err(crate::error::Error::LengthMismatch {
             what: "a pooled staging buffer".into(),
             expected: n,
             found: b.bytes / size_of::<T>().max(1),

@@ -178,7 +178,7 @@ fn load(ctx: &Arc<CudaContext>) -> Result<Kernels> {
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
             )
             .map_err(driver("cuFuncGetAttribute (loading a shadow kernel)"))?;
-            Ok::<_, crate::Error>(f)
+            Ok::<_, crate::error::Error>(f)
         }
     };
     let mut accumulate = [core::ptr::null_mut(); 4];
