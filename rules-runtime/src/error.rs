@@ -223,6 +223,8 @@ pub enum Error {
     /// which would show cudarc's. Its [`source`](std::error::Error::source) is the error itself,
     /// whose own formatting is the caller's (a `Display` that shows a cudarc `DriverError`, as
     /// `#[error("{0}")]` does, needs the driver: show its code, `e.0`, instead).
+    ///
+    /// [`DriverError`]: cudarc::driver::DriverError
     #[error("the primal copy failed: {}", primal_text(.0))]
     Primal(#[source] PrimalError),
 
@@ -240,6 +242,8 @@ impl Error {
     /// or in a `Box<dyn Error + Send + Sync>`, becomes a [`PrimalDriverError`]: cudarc's own
     /// `Display` and `Debug` ask the driver for its text and panic where the driver is missing,
     /// and this error must format everywhere.
+    ///
+    /// [`DriverError`]: cudarc::driver::DriverError
     pub fn primal(e: impl Into<PrimalError>) -> Self {
         let e: PrimalError = e.into();
         match driver_error_of(&*e) {

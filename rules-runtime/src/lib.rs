@@ -68,6 +68,10 @@
 //! generated code reaches what it needs through a hidden module. The `testing` feature adds
 //! `testing`: adjoint and finite-difference checks.
 //!
+//! Inside, the crate stands on floors that import only downwards: errors and the driver, memory
+//! kinds, device operations, routes ([`ops`]), rules, the `std::autodiff` bridge ([`autodiff`]).
+//! See `docs/map.md` in the repository: each floor, its modules, and where `unsafe` lives.
+//!
 //! ## The checked mode
 //!
 //! With the `checked` feature, every rule checks, right after each call of its primitive and

@@ -97,7 +97,8 @@ fn code_only(text: &str) -> String {
                     i += 1;
                 }
             }
-        } else if b[i] == b'r' && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+        } else if b[i] == b'r'
+            && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
             && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
         {
             // A raw string: r"..", r#".."#.
@@ -257,13 +258,12 @@ fn drop_test_items(toks: &mut Vec<(Tok, usize)>) -> Vec<String> {
             i += 1;
         }
         let item = &toks[start..i];
-        let named_mod = item
-            .iter()
-            .position(|t| ident(&t.0, "mod"))
-            .and_then(|p| match (item.get(p + 1), item.get(p + 2)) {
+        let named_mod = item.iter().position(|t| ident(&t.0, "mod")).and_then(|p| {
+            match (item.get(p + 1), item.get(p + 2)) {
                 (Some((Tok::Ident(name), _)), Some((Tok::Punct(';'), _))) => Some(name.clone()),
                 _ => None,
-            });
+            }
+        });
         test_files.extend(named_mod);
     }
     *toks = out;
@@ -297,7 +297,9 @@ fn paths(toks: &[(Tok, usize)], module: &[String]) -> Vec<(Vec<String>, usize)> 
         };
         i += 2;
         // Further `super::` steps.
-        while toks.get(i).is_some_and(|t| t.0 == Tok::Ident("super".into()))
+        while toks
+            .get(i)
+            .is_some_and(|t| t.0 == Tok::Ident("super".into()))
             && toks.get(i + 1).is_some_and(|t| t.0 == Tok::Path)
         {
             base.pop();
@@ -312,7 +314,12 @@ fn paths(toks: &[(Tok, usize)], module: &[String]) -> Vec<(Vec<String>, usize)> 
 
 /// Reads a path or `use` tree from `toks[i]` on, whose segments so far are `prefix`; pushes every
 /// whole path into `out` and returns where it stopped.
-fn tree(toks: &[(Tok, usize)], mut i: usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+fn tree(
+    toks: &[(Tok, usize)],
+    mut i: usize,
+    prefix: Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) -> usize {
     let mut path = prefix;
     loop {
         match toks.get(i).map(|t| &t.0) {
@@ -393,7 +400,12 @@ fn read_sources(src: &Path, files: &[(PathBuf, String)]) -> Vec<Source> {
             let module = module_of(file.strip_prefix(src).unwrap_or(file));
             let mut toks = tokens(&code_only(text));
             let test_children = drop_test_items(&mut toks);
-            Source { file: file.clone(), module, toks, test_children }
+            Source {
+                file: file.clone(),
+                module,
+                toks,
+                test_children,
+            }
         })
         .collect()
 }
@@ -401,7 +413,10 @@ fn read_sources(src: &Path, files: &[(PathBuf, String)]) -> Vec<Source> {
 /// Every import of a lower floor from a higher one in the crate whose root is `src`, given its
 /// files (path, text); one line each, naming the file, the line and the import.
 fn violations(src: &Path, files: &[(PathBuf, String)]) -> Vec<String> {
-    let label = src.parent().and_then(|p| p.file_name()).map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let label = src
+        .parent()
+        .and_then(|p| p.file_name())
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let sources = read_sources(src, files);
     // Modules under `#[cfg(test)]`, in files of their own.
     let test_modules: Vec<Vec<String>> = sources
@@ -428,7 +443,10 @@ fn violations(src: &Path, files: &[(PathBuf, String)]) -> Vec<String> {
         let rel = s.file.strip_prefix(src).unwrap_or(&s.file).display();
         let rel = format!("{label}/src/{rel}");
         let Some(own) = floor_of(&s.module) else {
-            found.push(format!("{rel}: module `{}` stands on no floor", s.module.join("::")));
+            found.push(format!(
+                "{rel}: module `{}` stands on no floor",
+                s.module.join("::")
+            ));
             continue;
         };
         for (path, line) in paths(&s.toks, &s.module) {
@@ -521,7 +539,11 @@ fn no_source_file_is_over_500_lines() {
         for (file, text) in read_all(&workspace().join(krate).join("src")) {
             let lines = text.lines().count();
             if lines > MAX_LINES {
-                let rel = file.strip_prefix(workspace()).unwrap_or(&file).display().to_string();
+                let rel = file
+                    .strip_prefix(workspace())
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
                 long.push(format!("{rel}: {lines} lines"));
             }
         }
@@ -539,7 +561,10 @@ fn the_check_names_the_file_and_the_import_that_climb() {
     let src = Path::new("/crate/src");
     let file = |rel: &str, text: &str| (src.join(rel), text.to_string());
     let files = vec![
-        file("lib.rs", "pub mod error; mod memory; mod ops;\npub use error::Error;\n"),
+        file(
+            "lib.rs",
+            "pub mod error; mod memory; mod ops;\npub use error::Error;\n",
+        ),
         file(
             "error.rs",
             "// use crate::ops::Fine; (a comment)\nconst S: &str = \"crate::ops::x\";\n\
@@ -552,7 +577,10 @@ fn the_check_names_the_file_and_the_import_that_climb() {
         ),
         file("memory/view.rs", "use super::super::error::Error;\n"),
         file("memory/tests.rs", "use crate::ops::Route;\n"),
-        file("ops/mod.rs", "use crate::memory::Kind;\nuse crate::nowhere::X;\n"),
+        file(
+            "ops/mod.rs",
+            "use crate::memory::Kind;\nuse crate::nowhere::X;\n",
+        ),
     ];
     let found = violations(src, &files);
     let want = [

@@ -20,8 +20,8 @@ use cudarc::driver::{CudaStream, sys};
 /// mixes reads and writes (measurements in the README).
 pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
 
-/// Per-operand size from which zeroing device memory (a [`zero`](crate::zero), and the zeroing half of that
-/// split) is a kernel of streaming stores instead of the driver's memset: right after the
+/// Per-operand size from which zeroing device memory (a [`zero`](crate::zero), and the zeroing half
+/// of that split) is a kernel of streaming stores instead of the driver's memset: right after the
 /// accumulate kernel it was the faster of the two from 128 MiB and the slower at 32-64 MiB; alone
 /// it was 2-4% faster from 64 MiB (docs/performance.md).
 pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
@@ -32,7 +32,8 @@ pub(crate) const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
 
-/// The real kernel (an index into [`REALS`](crate::driver::pool::modules::REALS)) a dtype runs on, and how many reals one element is.
+/// The real kernel (an index into [`REALS`](crate::driver::pool::modules::REALS)) a dtype runs
+/// on, and how many reals one element is.
 pub(crate) fn real_kernel(dtype: Dtype) -> (usize, u64) {
     match dtype {
         Dtype::F32 => (0, 1),
@@ -195,8 +196,8 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 }
 
 /// A small staged reverse, rehearsed on `stream` with pooled buffers only, for
-/// [`crate::ops::reserve::reserve`]: a memset, a device → host copy into each of two page-locked buffers
-/// of at least `bytes`, and a launch that reads each in place, as the staged routes of a reverse
+/// `cuda::reserve`: a memset, a device → host copy into each of two page-locked buffers of at
+/// least `bytes`, and a launch that reads each in place, as the staged routes of a reverse
 /// through host memory do. What a first reverse pays inside the driver for these (first use of
 /// each path on the stream) and in the pool (an event per buffer, made at its first lease) is paid
 /// here instead. The caller's memory is not touched, and nothing waits: the buffers' ends of use

@@ -3,6 +3,8 @@
 use std::fmt;
 
 /// What the checked mode found after a primitive's call ([`Error::PrimalDisagrees`]).
+///
+/// [`Error::PrimalDisagrees`]: super::Error::PrimalDisagrees
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrimalDisagreement {
     /// The primitive's name (empty for a rule the attribute did not generate).

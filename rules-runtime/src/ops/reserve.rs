@@ -21,8 +21,8 @@ pub struct Reserved {
 }
 
 /// Pays up front, on `stream`'s context, what the first shadow operations there would otherwise
-/// pay inside a call: the kernels' module load ([`prepare`](crate::driver::prepare)), the start of the host's threads, the
-/// page-locked staging buffers that reverses through host memory lease from the runtime's pool,
+/// pay inside a call: the kernels' module load ([`prepare`](crate::cuda::prepare)), the start of
+/// the host's threads, the page-locked staging buffers that reverses through host memory lease from the runtime's pool,
 /// and the first launch on `stream`. Call it once per context (or again with a larger `bytes`),
 /// before the first rule call you time or that a deadline covers; every call after it finds what
 /// it needs in the pool.
