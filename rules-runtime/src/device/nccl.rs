@@ -4,21 +4,8 @@
 use crate::driver::pool::{Lease, Memory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
-use cudarc::nccl::NcclType;
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DeviceRepr};
 use std::sync::Arc;
-
-/// An element type NCCL can move and sum: `f32`, `f64`, `f16`, `bf16`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an element type NCCL can sum",
-    label = "collective rules need `f32`, `f64`, `half::f16` or `half::bf16` elements",
-    note = "NCCL has no complex type: move a complex buffer as two real ones, outside the rule"
-)]
-pub trait NcclElement: Differentiable + NcclType + cudarc::driver::DeviceRepr {}
-impl NcclElement for f32 {}
-impl NcclElement for f64 {}
-impl NcclElement for half::f16 {}
-impl NcclElement for half::bf16 {}
 
 /// NCCL's description of `code`. The caller has checked that NCCL can be loaded.
 pub(crate) fn error_string(code: cudarc::nccl::sys::ncclResult_t) -> String {
@@ -42,12 +29,12 @@ pub(crate) fn error_string(code: cudarc::nccl::sys::ncclResult_t) -> String {
 /// on. Dropping the scratch hands the addresses back untouched (cudarc never frees pool memory),
 /// then the buffers to the pool. Nothing is keyed by stream, so a communicator per request
 /// reuses the same few buffers.
-pub(crate) struct Scratch<'s, T: NcclElement> {
+pub(crate) struct Scratch<'s, T: Differentiable + DeviceRepr> {
     slices: [Option<CudaSlice<T>>; 2],
     leases: [Option<Lease<'s>>; 2],
 }
 
-impl<'s, T: NcclElement> Scratch<'s, T> {
+impl<'s, T: Differentiable + DeviceRepr> Scratch<'s, T> {
     /// Buffers of `lens[0]` and `lens[1]` elements (none for `None`), for work on `stream`.
     pub(crate) fn new(stream: &'s Arc<CudaStream>, lens: [Option<usize>; 2]) -> Result<Self> {
         let mut scratch = Scratch {
@@ -63,8 +50,9 @@ impl<'s, T: NcclElement> Scratch<'s, T> {
             })?;
             let lease = Lease::new(Memory::Device, bytes, stream, stream)?;
             // SAFETY: the lease holds at least `bytes` of device memory of `stream`'s context,
-            // aligned for every element (`cuMemAlloc`); every `NcclElement` is valid for any bits;
-            // the slice is leaked, never freed, before the lease ends (`Drop` below).
+            // aligned for every element (`cuMemAlloc`); every `Differentiable` type (sealed:
+            // floats and pairs of floats) is valid for any bits; the slice is leaked, never freed,
+            // before the lease ends (`Drop` below).
             scratch.slices[i] = Some(unsafe { stream.upgrade_device_ptr::<T>(lease.ptr(), n) });
             scratch.leases[i] = Some(lease);
         }
@@ -81,7 +69,7 @@ impl<'s, T: NcclElement> Scratch<'s, T> {
     }
 }
 
-impl<T: NcclElement> Drop for Scratch<'_, T> {
+impl<T: Differentiable + DeviceRepr> Drop for Scratch<'_, T> {
     fn drop(&mut self) {
         for s in self.slices.iter_mut().filter_map(Option::take) {
             // Pool memory: cudarc must not free it. `leak` orders the stream after cudarc's own

@@ -14,19 +14,18 @@
 #![forbid(unsafe_code)]
 
 use crate::driver::{driver, require_driver};
+use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::{ShadowMemory, ShadowRead};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
-use cudarc::nccl::ReduceOp;
 use cudarc::nccl::result::NcclError;
+use cudarc::nccl::{NcclType, ReduceOp};
 use std::sync::{Arc, OnceLock};
 
 /// cudarc's communicator and unique id. Their constructors (`Id::new`, `Comm::from_rank`,
 /// `Comm::from_devices`) panic where NCCL is missing: make them with [`unique_id`],
 /// [`comm_from_rank`] and [`single_rank`], which answer [`Error::NoNccl`].
 pub use cudarc::nccl::{Comm, Id};
-
-pub use crate::device::nccl::NcclElement;
 
 /// Whether the NCCL library can be loaded (checked once, without panicking).
 pub fn nccl_available() -> bool {
@@ -182,6 +181,18 @@ impl<R: RankArg + ?Sized> RankArg for &R {
         (**self).rank()
     }
 }
+
+/// An element type NCCL can move and sum: `f32`, `f64`, `f16`, `bf16`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type NCCL can sum",
+    label = "collective rules need `f32`, `f64`, `half::f16` or `half::bf16` elements",
+    note = "NCCL has no complex type: move a complex buffer as two real ones, outside the rule"
+)]
+pub trait NcclElement: Differentiable + NcclType + cudarc::driver::DeviceRepr {}
+impl NcclElement for f32 {}
+impl NcclElement for f64 {}
+impl NcclElement for half::f16 {}
+impl NcclElement for half::bf16 {}
 
 /// Sealing of [`CollectiveSrc`] and [`CollectiveDst`]: NCCL is given the view they return and a
 /// count taken from [`ShadowRead::len`](crate::ShadowRead::len), so only cudarc's own buffers,

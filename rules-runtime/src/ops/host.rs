@@ -14,16 +14,11 @@ use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Error, Result, check_len};
 use crate::memory::view::{DevMut, DevRef};
-use crate::memory::{ShadowMemory, ShadowRead};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::par;
 use cudarc::driver::CudaStream;
 
-fn unsupported(
-    op: Op,
-    dst: crate::memory::MemoryKind,
-    src: crate::memory::MemoryKind,
-    why: &'static str,
-) -> Error {
+fn unsupported(op: Op, dst: MemoryKind, src: MemoryKind, why: &'static str) -> Error {
     Error::UnsupportedKinds {
         op: op.name(),
         dst,
@@ -52,7 +47,7 @@ pub(super) fn host_of_mut<M: ShadowMemory + ?Sized>(
     Ok(h)
 }
 
-fn no_host_view(op: Op, kind: crate::memory::MemoryKind) -> Error {
+fn no_host_view(op: Op, kind: MemoryKind) -> Error {
     unsupported(
         op,
         kind,
@@ -108,7 +103,7 @@ where
     let bytes = n * size_of::<A::Elem>();
     {
         let acc_kind = acc.kind();
-        let unsupported = |why| unsupported(op, acc_kind, crate::memory::MemoryKind::Host, why);
+        let unsupported = |why| unsupported(op, acc_kind, MemoryKind::Host, why);
         let b = src
             .get()
             .ok_or_else(|| unsupported("a staged route needs a source"))?;
@@ -154,17 +149,8 @@ where
 {
     let _p = crate::driver::probe::span("stage_out");
     let bytes = n * size_of::<A::Elem>();
-    let src_kind = src
-        .get()
-        .map_or(crate::memory::MemoryKind::Device, |b| b.kind());
-    let no_address = || {
-        unsupported(
-            op,
-            crate::memory::MemoryKind::Host,
-            src_kind,
-            "no device address",
-        )
-    };
+    let src_kind = src.get().map_or(MemoryKind::Device, |b| b.kind());
+    let no_address = || unsupported(op, MemoryKind::Host, src_kind, "no device address");
     let mut src = src;
     {
         let d = match &mut src {
