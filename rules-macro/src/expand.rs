@@ -21,6 +21,7 @@ mod autodiff;
 mod bodies;
 mod call;
 mod item;
+pub(crate) mod names;
 mod region;
 mod tokens;
 
@@ -29,11 +30,12 @@ use crate::check::check;
 use crate::ctxt::Ctxt;
 use crate::docs::Docs;
 use crate::fallback;
-use crate::model::DEFAULT_CRATE;
 use crate::parse::{Item, Rule, parse_fn};
 use crate::plan::{Order, Plan};
 use crate::types::{is_comm_type, is_stream_type, mentions_generics, name_lifetimes};
 use call::known_outcome;
+use names::impl_allowances;
+pub use names::{allowances, private_path, rule_name};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, Lifetime, ReturnType, Type};
@@ -108,43 +110,6 @@ fn misplaced(rule: &Rule) -> Option<(String, bool)> {
         Block::Other => return None,
     };
     Some((message, block == Block::Impl))
-}
-
-/// The generated item's name: `<name>_rule`, or the attribute's `rule = name`.
-pub fn rule_name(rule: &Rule) -> Ident {
-    rule.args
-        .rule
-        .clone()
-        .unwrap_or_else(|| format_ident!("{}_rule", rule.func.sig.ident))
-}
-
-/// `<crate>::__private`.
-pub fn private_path(rule: &Rule) -> TokenStream {
-    match &rule.args.krate {
-        Some(krate) => quote!(#krate::__private),
-        None => {
-            let krate = Ident::new(DEFAULT_CRATE, Span::call_site());
-            quote!(::#krate::__private)
-        }
-    }
-}
-
-/// Lints the generated items must not trigger in the user's crate, whatever it denies (the
-/// lint checks are `ui-tests/src/lib.rs` and `ui-tests/pass/hygiene.rs`). Short: every rule
-/// carries them.
-pub fn allowances() -> TokenStream {
-    quote!(#[allow(dead_code, non_camel_case_types, single_use_lifetimes, unused_lifetimes)])
-}
-
-/// The lints the rule struct could trigger: an unused rule, a name in snake case.
-fn struct_allowances() -> TokenStream {
-    quote!(#[allow(dead_code, non_camel_case_types)])
-}
-
-/// The lints the impl could trigger: its lifetimes (one may be named only once), a runtime item
-/// the user also imported (named through `__p`).
-fn impl_allowances() -> TokenStream {
-    quote!(#[allow(single_use_lifetimes, unused_lifetimes, unused_qualifications)])
 }
 
 /// The name the rule's impl gives `<crate>::__private` inside its anonymous `const` block.

@@ -3,7 +3,7 @@
 //! that its callers see the rule's error and nothing else: no "cannot find function", no
 //! "no method named `forward`".
 
-use crate::expand::{allowances, private_path, rule_name};
+use crate::expand::names::{allowances, private_path, rule_name};
 use crate::model::{Kind, Role};
 use crate::parse::Rule;
 use crate::types::{DIFFERENTIABLE, elem_name};

@@ -1,7 +1,7 @@
 //! The host cost of one rule call at small n, beside the bare calls it wraps (issue 22).
 //!
 //!     cargo bench -p rules-runtime --features testing --bench overhead          (on a GPU machine)
-//!     ... --features probe: the same, then the host time of each step of a call (`device::probe`)
+//!     ... --features probe: the same, then the host time of each step of a call (`driver::probe`)
 //!
 //! Every figure is the host's clock over 4000 calls after 200 warm-up calls, the stream
 //! synchronised at the end, per call; the median of 5 repetitions, interleaved with those of the

@@ -89,7 +89,7 @@ pub fn upload_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     #[src] src: &L,
 ) -> Result<()> {
     let (w, h, d) = dst.extent();
-    linear::whole_array(src.len(), (w, h, d)).map_err(crate::Error::primal)?;
+    linear::whole_array(src.len(), (w, h, d)).map_err(crate::error::Error::primal)?;
     let packed = (w * size_of::<T>(), h);
     linear::linear_to_array(stream, dst, (0, 0, 0), src, packed, (w, h, d))
 }
@@ -102,7 +102,7 @@ pub fn download_array<T: ArrayElement, L: Linear<Elem = T> + ?Sized>(
     #[src] src: &CudaArray<T>,
 ) -> Result<()> {
     let (w, h, d) = src.extent();
-    linear::whole_array(dst.len(), (w, h, d)).map_err(crate::Error::primal)?;
+    linear::whole_array(dst.len(), (w, h, d)).map_err(crate::error::Error::primal)?;
     let packed = (w * size_of::<T>(), h);
     linear::array_to_linear(stream, dst, packed, src, (0, 0, 0), (w, h, d))
 }

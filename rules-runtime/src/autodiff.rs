@@ -15,14 +15,20 @@
 //! Buffers the differentiated function reads or writes outside pageable host memory are passed
 //! in as [`AdBuf`] handles, both of an [`AdPair`] made outside the function from a buffer and its
 //! shadow (device, pinned, unified or pageable memory).
-#![forbid(unsafe_code)]
+//!
+//! This module is safe code; its one child, `raw`, is the bridges' trusted core (Enzyme's raw
+//! pointers become checked activities there), and the only place below it with `unsafe`.
+#![deny(unsafe_code)]
 
 use crate::error::Error;
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-pub use crate::memory::autodiff::{AdArray, AdArrayPair, AdBuf, AdPair};
+#[allow(unsafe_code)]
+pub(crate) mod raw;
+
+pub use raw::{AdArray, AdArrayPair, AdBuf, AdPair};
 
 #[cfg(feature = "autodiff")]
 pub mod copies;

@@ -68,6 +68,10 @@
 //! generated code reaches what it needs through a hidden module. The `testing` feature adds
 //! `testing`: adjoint and finite-difference checks.
 //!
+//! Inside, the crate stands on floors that import only downwards: errors and the driver, memory
+//! kinds, device operations, routes ([`ops`]), rules, the `std::autodiff` bridge ([`autodiff`]).
+//! See `docs/map.md` in the repository: each floor, its modules, and where `unsafe` lives.
+//!
 //! ## The checked mode
 //!
 //! With the `checked` feature, every rule checks, right after each call of its primitive and
@@ -106,12 +110,13 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+mod address;
 pub mod array_rules;
 pub mod autodiff;
 mod collective;
-pub mod cuda;
 pub mod cudarc_rules;
 mod device;
+mod driver;
 pub mod element;
 pub mod error;
 pub mod memory;
@@ -122,6 +127,16 @@ mod region;
 mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// The CUDA driver, reached safely: cudarc panics when libcuda is missing, so every function here
+/// asks [`driver_available`](cuda::driver_available) first and returns [`Error::NoDriver`]
+/// (or [`Error::NoDevice`]) instead.
+pub mod cuda {
+    pub use crate::driver::{
+        context, device_count, driver_available, prepare, require_driver, stream,
+    };
+    pub use crate::ops::reserve::{Reserved, reserve};
+}
 
 /// Peer access between devices. The copy rules do not need it (their reverse across devices is
 /// staged through peer copies); enabling it makes primal peer copies faster.
@@ -233,15 +248,15 @@ pub mod __private {
     /// The `std::autodiff` bridges' runtime side.
     pub mod ad {
         pub use crate::autodiff::AdArray;
-        pub use crate::autodiff::{AdBuf, take_error};
-        pub use crate::memory::MemoryKind;
-        pub use crate::memory::autodiff::{
+        pub use crate::autodiff::raw::{
             AdRule, ArraySide, BufSide, Fill, Linear, Memset, RefFill, RefMemset, RefRegion,
             Region, Registration, Side, SliceSide, Streams, array_aug, array_fill_aug,
             array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal, array_rev,
             bridge_aug, bridge_fwd, bridge_primal, bridge_rev, fill_aug, fill_fwd, fill_primal,
             fill_rev,
         };
+        pub use crate::autodiff::{AdBuf, take_error};
+        pub use crate::memory::MemoryKind;
         pub use ::core::ffi::c_void;
     }
 

@@ -1,11 +1,11 @@
 //! Regions of a buffer: a box of `depth` slices of `height` rows of `width` elements, the rows
 //! `pitch` bytes apart and the slices `slice_height` rows apart, as `cuMemcpy2D` / `cuMemcpy3D`
 //! and `cuMemsetD2D*` describe them. The region rules (pitched copies, memsets, fills) and their
-//! shadow operations ([`crate::ops::region`]) work on such a box and never touch the bytes
+//! shadow operations (`ops::region`) work on such a box and never touch the bytes
 //! between its rows (padding) or outside it.
 
+use crate::address::Overlap;
 use crate::error::{Error, Result};
-use crate::memory::Overlap;
 
 /// A box of elements inside a buffer.
 ///

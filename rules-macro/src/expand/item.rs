@@ -3,8 +3,9 @@
 //! arguments are sealed behind its `unsafe` constructor), its generics, and the span at which
 //! rustc reports the rule trait's own bounds.
 
+use super::names::struct_allowances;
 use super::tokens::first_span;
-use super::{Access, Generator, bodies, struct_allowances};
+use super::{Access, Generator, bodies};
 use crate::docs::Docs;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote};

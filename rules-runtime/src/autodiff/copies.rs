@@ -47,7 +47,7 @@
 //! [`upload_array`], [`download_array`] and the box copies [`copy_to_array`],
 //! [`copy_from_array`], [`copy_array_to_array`]. Their linear side is a handle of any kind.
 
-pub use crate::memory::autodiff::{AdData, Bridged, BridgedBoxes, DataBuffer};
+pub use crate::autodiff::raw::{AdData, Bridged, BridgedBoxes, DataBuffer};
 
 #[cfg(doc)]
 use super::{AdArray, AdArrayPair, AdBuf, AdPair};

@@ -145,7 +145,7 @@ pub(super) fn check(c: &Collective<'_>, x: &Side, y: &Side) -> Result<(Op, usize
     c.comm
         .context()
         .bind_to_thread()
-        .map_err(crate::cuda::driver("cuCtxSetCurrent"))?;
+        .map_err(crate::driver::driver("cuCtxSetCurrent"))?;
     let home = c.comm.context();
     for (what, handle, ordinal) in x.contexts.iter().chain(&y.contexts) {
         if *handle != home.cu_ctx() as usize {

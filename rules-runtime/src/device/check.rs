@@ -4,22 +4,13 @@
 //! their own (`check.ptx`), loaded by the pool on a context's first compare.
 
 use super::kernels::{THREADS, bind};
-use super::pool::{self, Lease, Memory};
-use crate::cuda::driver;
+use crate::driver::driver;
+use crate::driver::pool::{self, Lease, Memory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::view::DevRef;
 use crate::region::Pitched;
 use cudarc::driver::{CudaStream, sys};
-
-/// The PTX of `check.cu`; empty without the `checked` feature, which never loads it.
-#[cfg(feature = "checked")]
-pub(crate) const PTX: &str = include_str!("check.ptx");
-#[cfg(not(feature = "checked"))]
-pub(crate) const PTX: &str = "";
-
-/// The kernels, in the order they are loaded: elements of 2, 4, 8 and 16 bytes.
-pub(crate) const KERNELS: [&str; 4] = ["check_b2", "check_b4", "check_b8", "check_b16"];
 
 /// How many of the first mismatching indices the kernel keeps (`SLOTS` in `check.cu`).
 pub(crate) const SLOTS: usize = 8;

@@ -2,20 +2,29 @@
 //! layer in spirit). Every function binds the stream's context before calling the driver.
 //!
 //! The kernels are shipped as PTX (`shadow.ptx`, built from `shadow.cu` by `regen.sh`) and loaded
-//! once per context by the pool ([`super::pool::kernels`]); the driver JIT-compiles them, so no
+//! once per context by the pool ([`crate::driver::pool::kernels`]); the driver JIT-compiles them, so no
 //! CUDA toolkit is needed at run time.
 
-use super::pool;
-use super::probe;
-use crate::cuda::driver;
+use crate::driver::driver;
+use crate::driver::pool;
+use crate::driver::probe;
 use crate::element::{Differentiable, Dtype};
 use crate::error::{Error, Result, check_len};
 use crate::memory::Overlap;
 use crate::memory::view::{DevMut, DevRef};
 use cudarc::driver::{CudaStream, sys};
 
-/// The PTX of `shadow.cu`.
-pub(crate) const PTX: &str = include_str!("shadow.ptx");
+/// Per-operand size from which `accumulate_and_zero` with both operands in device memory is the
+/// accumulate kernel followed by a driver memset instead of the one fused launch. Below it,
+/// saving a launch is what counts; above it, the driver's memset writes faster than a kernel that
+/// mixes reads and writes (measurements in the README).
+pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
+
+/// Per-operand size from which zeroing device memory (a [`zero`](crate::zero), and the zeroing half
+/// of that split) is a kernel of streaming stores instead of the driver's memset: right after the
+/// accumulate kernel it was the faster of the two from 128 MiB and the slower at 32-64 MiB; alone
+/// it was 2-4% faster from 64 MiB (docs/performance.md).
+pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
 
 /// Threads per block. One 16-byte vector per thread per iteration. 512 and 1024 were no faster
 /// (`tools/kernel-explore`; docs/performance.md, "what was tried").
@@ -23,10 +32,8 @@ pub(crate) const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;
 
-/// The real kernels, in the order they are loaded.
-pub(crate) const REALS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
-
-/// The real kernel (an index into [`REALS`]) a dtype runs on, and how many reals one element is.
+/// The real kernel (an index into [`REALS`](crate::driver::pool::modules::REALS)) a dtype runs
+/// on, and how many reals one element is.
 pub(crate) fn real_kernel(dtype: Dtype) -> (usize, u64) {
     match dtype {
         Dtype::F32 => (0, 1),
@@ -171,7 +178,7 @@ pub(crate) unsafe fn launch_accumulate(
 /// that benchmarks compare small accumulations with (`testing::kernels`).
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn empty_launch(stream: &CudaStream) -> Result<()> {
-    crate::cuda::require_driver()?;
+    crate::driver::require_driver()?;
     let loaded = pool::kernels(stream.context())?;
     bind(stream)?;
     // SAFETY: the kernel takes no parameters.
@@ -189,8 +196,8 @@ pub fn empty_launch(stream: &CudaStream) -> Result<()> {
 }
 
 /// A small staged reverse, rehearsed on `stream` with pooled buffers only, for
-/// [`crate::cuda::reserve`]: a memset, a device → host copy into each of two page-locked buffers
-/// of at least `bytes`, and a launch that reads each in place, as the staged routes of a reverse
+/// `cuda::reserve`: a memset, a device → host copy into each of two page-locked buffers of at
+/// least `bytes`, and a launch that reads each in place, as the staged routes of a reverse
 /// through host memory do. What a first reverse pays inside the driver for these (first use of
 /// each path on the stream) and in the pool (an event per buffer, made at its first lease) is paid
 /// here instead. The caller's memory is not touched, and nothing waits: the buffers' ends of use

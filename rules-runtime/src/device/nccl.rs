@@ -1,10 +1,10 @@
 //! NCCL's raw corners, for `crate::nccl` (which forbids `unsafe`): the text of a result code, and
 //! scratch device memory from the runtime's pool seen as typed cudarc slices for NCCL's calls.
 
-use crate::device::pool::{Lease, Memory};
+use crate::driver::pool::{Lease, Memory};
+use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::nccl::NcclElement;
-use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DeviceRepr};
 use std::sync::Arc;
 
 /// NCCL's description of `code`. The caller has checked that NCCL can be loaded.
@@ -22,19 +22,19 @@ pub(crate) fn error_string(code: cudarc::nccl::sys::ncclResult_t) -> String {
 
 /// Scratch device memory for one lane of a collective rule (a received cotangent, zeros for a
 /// `Const` input, a discarded result for a `Const` output): up to two buffers leased from the
-/// runtime's one pool ([`crate::device::pool`]), seen as typed cudarc slices for NCCL's calls.
+/// runtime's one pool ([`crate::driver::pool`]), seen as typed cudarc slices for NCCL's calls.
 ///
 /// Everything that touches them is enqueued on the communicator's stream, which the leases order
 /// after the buffers' previous uses and before their next ones (events), whatever stream those are
 /// on. Dropping the scratch hands the addresses back untouched (cudarc never frees pool memory),
 /// then the buffers to the pool. Nothing is keyed by stream, so a communicator per request
 /// reuses the same few buffers.
-pub(crate) struct Scratch<'s, T: NcclElement> {
+pub(crate) struct Scratch<'s, T: Differentiable + DeviceRepr> {
     slices: [Option<CudaSlice<T>>; 2],
     leases: [Option<Lease<'s>>; 2],
 }
 
-impl<'s, T: NcclElement> Scratch<'s, T> {
+impl<'s, T: Differentiable + DeviceRepr> Scratch<'s, T> {
     /// Buffers of `lens[0]` and `lens[1]` elements (none for `None`), for work on `stream`.
     pub(crate) fn new(stream: &'s Arc<CudaStream>, lens: [Option<usize>; 2]) -> Result<Self> {
         let mut scratch = Scratch {
@@ -50,8 +50,9 @@ impl<'s, T: NcclElement> Scratch<'s, T> {
             })?;
             let lease = Lease::new(Memory::Device, bytes, stream, stream)?;
             // SAFETY: the lease holds at least `bytes` of device memory of `stream`'s context,
-            // aligned for every element (`cuMemAlloc`); every `NcclElement` is valid for any bits;
-            // the slice is leaked, never freed, before the lease ends (`Drop` below).
+            // aligned for every element (`cuMemAlloc`); every `Differentiable` type (sealed:
+            // floats and pairs of floats) is valid for any bits; the slice is leaked, never freed,
+            // before the lease ends (`Drop` below).
             scratch.slices[i] = Some(unsafe { stream.upgrade_device_ptr::<T>(lease.ptr(), n) });
             scratch.leases[i] = Some(lease);
         }
@@ -68,7 +69,7 @@ impl<'s, T: NcclElement> Scratch<'s, T> {
     }
 }
 
-impl<T: NcclElement> Drop for Scratch<'_, T> {
+impl<T: Differentiable + DeviceRepr> Drop for Scratch<'_, T> {
     fn drop(&mut self) {
         for s in self.slices.iter_mut().filter_map(Option::take) {
             // Pool memory: cudarc must not free it. `leak` orders the stream after cudarc's own

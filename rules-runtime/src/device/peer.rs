@@ -1,7 +1,7 @@
 //! Peer access between devices, and the device a raw device pointer lives on: thin driver calls
 //! (`cuDeviceCanAccessPeer`, `cuCtxEnablePeerAccess`, `cuPointerGetAttribute`).
 
-use crate::cuda::{driver, require_driver};
+use crate::driver::{driver, require_driver};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, sys};
 use std::sync::Arc;

@@ -8,9 +8,9 @@
 //! and any work queued before the call that may still write a page-locked shadow. Each slot's
 //! reuse then waits for the event recorded after the device's last use of it.
 
-use crate::cuda::driver;
 use crate::device::kernels;
-use crate::device::pool::{Lease, Memory};
+use crate::driver::driver;
+use crate::driver::pool::{Lease, Memory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result, check_len};
 use crate::memory::view::{DevMut, DevRef};
@@ -25,7 +25,7 @@ pub(crate) const MIN_BYTES: usize = 8 << 20;
 const CHUNK_BYTES: usize = 16 << 20;
 
 /// The page-locked bytes the largest pipeline leases at once (`stage_in`'s three slots, `stage_out`'s
-/// two): what [`crate::cuda::reserve`] pools for operands from [`MIN_BYTES`].
+/// two): what [`crate::ops::reserve::reserve`] pools for operands from [`MIN_BYTES`].
 pub(crate) const PIPELINE_BYTES: usize = {
     let (a, b) = (3 * CHUNK_BYTES, 2 * OUT_CHUNK_BYTES);
     if a > b { a } else { b }
@@ -109,12 +109,12 @@ pub(crate) fn with_host_copy<T: Differentiable, R>(
 ) -> Result<R> {
     let n = src.len();
     let bytes = n * size_of::<T>();
-    let lease = super::probe::span("with_host_copy: Lease::new");
+    let lease = crate::driver::probe::span("with_host_copy: Lease::new");
     let stage = Lease::new(Memory::PinnedHost, bytes, s, s)?;
     drop(lease);
     // SAFETY: the lease holds at least `bytes` of pinned memory; `src` holds `n` elements.
     unsafe { kernels::copy_dtoh(s, stage.ptr() as *mut u8, src.addr(), bytes)? };
-    let _p = super::probe::span("with_host_copy: synchronize + host add + lease drop");
+    let _p = crate::driver::probe::span("with_host_copy: synchronize + host add + lease drop");
     s.synchronize()
         .map_err(driver("cuStreamSynchronize (device to host accumulation)"))?;
     // SAFETY: the stream is synchronised, so the staging buffer holds the `n` source elements

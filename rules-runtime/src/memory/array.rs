@@ -9,14 +9,21 @@
 //! Other shadow work stages through pooled linear memory (a box copy in, the strided kernels, a
 //! box copy out). An array past the device's surface limits is plain: staged, and zeroed by a copy
 //! from a zero buffer.
+//!
+//! Here: the type, its creation and release, and what it is as a memory kind. Its methods that
+//! copy (`copy_from_host`, `to_host`) are with the driver's box copies in `device/array.rs`; the
+//! ones that zero (`zeroed`, `shadow_like`) with the region operations in `ops/region/array.rs`.
+
+mod place;
+
+pub use place::ArrayRef;
+pub(crate) use place::Place;
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
-use crate::cuda::driver;
-use crate::device::pool::CurrentContext;
-use crate::device::region::{At, SurfaceBox, copy_box};
+use crate::driver::driver;
+use crate::driver::pool::CurrentContext;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::region::Pitched;
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -111,7 +118,7 @@ impl<T: ArrayElement> CudaArray<T> {
         (width, height, depth): (usize, usize, usize),
         surface: bool,
     ) -> Result<Self> {
-        crate::cuda::require_driver()?;
+        crate::driver::require_driver()?;
         if width == 0 || height == 0 || depth == 0 {
             return Err(Error::BadRegion {
                 what: "a CUDA array".into(),
@@ -164,29 +171,15 @@ impl<T: ArrayElement> CudaArray<T> {
         self.surface.is_some()
     }
 
-    /// A new array of this extent with every element `+0.0`, ordered on `stream`.
-    pub fn zeroed(stream: &CudaStream, width: usize, height: usize, depth: usize) -> Result<Self> {
-        let mut a = Self::new(stream.context(), width, height, depth)?;
-        let whole = a.whole();
-        crate::zero_region(crate::On::Stream(stream), &mut a, whole)?;
-        Ok(a)
-    }
-
-    /// A zeroed array of the same extent and context: a shadow for this one.
-    pub fn shadow_like(&self, stream: &CudaStream) -> Result<Self> {
-        let (w, h, d) = self.extent;
-        Self::zeroed(stream, w, h, d)
-    }
-
     /// Width, height, depth in elements.
     pub fn extent(&self) -> (usize, usize, usize) {
         self.extent
     }
 
     /// The box of the whole array.
-    pub fn whole(&self) -> crate::Pitched {
+    pub fn whole(&self) -> crate::region::Pitched {
         let (w, h, d) = self.extent;
-        crate::Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
+        crate::region::Pitched::slices(0, w, h, d, w * size_of::<T>(), h)
     }
 
     /// The box at `(x, y, z)` of `width × height × depth` elements.
@@ -194,7 +187,7 @@ impl<T: ArrayElement> CudaArray<T> {
         &self,
         (x, y, z): (usize, usize, usize),
         (width, height, depth): (usize, usize, usize),
-    ) -> crate::Pitched {
+    ) -> crate::region::Pitched {
         let (w, h, _) = self.extent;
         // A box that does not fit the array gets an offset past its end (refused with
         // `BadRegion` when used), never an overflow.
@@ -204,7 +197,7 @@ impl<T: ArrayElement> CudaArray<T> {
             .and_then(|v| v.checked_mul(w))
             .and_then(|v| v.checked_add(x))
             .unwrap_or(usize::MAX);
-        crate::Pitched::slices(offset, width, height, depth, w * size_of::<T>(), h)
+        crate::region::Pitched::slices(offset, width, height, depth, w * size_of::<T>(), h)
     }
 
     /// The raw handle (for the user's own driver calls: copies into and out of the array).
@@ -215,28 +208,6 @@ impl<T: ArrayElement> CudaArray<T> {
     /// The context the array belongs to.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
-    }
-
-    /// Copies `data` (the whole array, x fastest) in from host memory, ordered on `stream`;
-    /// `data` is read before the call returns.
-    pub fn copy_from_host(&mut self, stream: &CudaStream, data: &[T]) -> Result<()> {
-        crate::error::check_len("the host data for a CUDA array", self.len(), data.len())?;
-        self.array_ref()
-            .host_copy(stream, data.as_ptr() as u64, true)?;
-        stream
-            .synchronize()
-            .map_err(driver("cuStreamSynchronize (array upload)"))
-    }
-
-    /// The whole array, copied out to host memory once the work queued on `stream` is done.
-    pub fn to_host(&self, stream: &CudaStream) -> Result<Vec<T>> {
-        let mut v = vec![T::zero(); self.len()];
-        self.array_ref()
-            .host_copy(stream, v.as_mut_ptr() as u64, false)?;
-        stream
-            .synchronize()
-            .map_err(driver("cuStreamSynchronize (array download)"))?;
-        Ok(v)
     }
 
     pub(crate) fn array_ref(&self) -> ArrayRef<'_> {
@@ -316,257 +287,6 @@ fn surface_of(array: sys::CUarray) -> Option<sys::CUsurfObject> {
     // SAFETY: a valid resource description of a live array; the object is written on success.
     let r = unsafe { sys::cuSurfObjectCreate(&mut surface, &desc) };
     r.result().ok().map(|()| surface)
-}
-
-/// What the runtime needs of array memory: the array, its extent and element size, its context,
-/// and where to record the end of work enqueued on it.
-#[derive(Clone, Copy)]
-pub struct ArrayRef<'a> {
-    pub(crate) handle: sys::CUarray,
-    pub(crate) extent: (usize, usize, usize),
-    pub(crate) size: usize,
-    /// The array's surface object, if it is surface-capable.
-    pub(crate) surface: Option<sys::CUsurfObject>,
-    pub(crate) ctx: &'a Arc<CudaContext>,
-    pub(crate) last: Option<&'a Mutex<Option<sys::CUevent>>>,
-}
-
-impl core::fmt::Debug for ArrayRef<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ArrayRef")
-            .field("extent", &self.extent)
-            .finish()
-    }
-}
-
-/// A box of a CUDA array, checked to lie inside it ([`ArrayRef::place`]): the only way the
-/// device layer is given an array box, so that what a copy or kernel touches is what was checked.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Place<'a> {
-    handle: sys::CUarray,
-    surface: Option<sys::CUsurfObject>,
-    dims: u32,
-    /// The box's first element.
-    origin: (usize, usize, usize),
-    /// The box's width, height and depth.
-    shape: (usize, usize, usize),
-    /// Bytes per element.
-    size: usize,
-    _array: core::marker::PhantomData<&'a ()>,
-}
-
-impl Place<'_> {
-    /// Bytes per element of the array.
-    pub(crate) fn size(&self) -> usize {
-        self.size
-    }
-
-    /// The box's width, height and depth.
-    pub(crate) fn shape(&self) -> (usize, usize, usize) {
-        self.shape
-    }
-
-    /// Whether both are boxes of one array.
-    pub(crate) fn same_array(&self, other: &Place<'_>) -> bool {
-        self.handle == other.handle
-    }
-
-    /// This box as one side of a box copy.
-    pub(crate) fn at(&self) -> (At, u64, u64) {
-        let (x, y, z) = self.origin;
-        (
-            At::Array {
-                handle: self.handle,
-                x,
-                y,
-                z,
-            },
-            0,
-            0,
-        )
-    }
-
-    /// The box's surface side, if the array has a surface and the box's far corner fits the
-    /// kernels' 32-bit coordinates.
-    pub(crate) fn surface(&self) -> Option<SurfaceBox> {
-        let ((x, y, z), (w, h, d)) = (self.origin, self.shape);
-        let fits = |v: Option<usize>| v.is_some_and(|v| i32::try_from(v).is_ok());
-        let fit = fits(x.checked_add(w).and_then(|e| e.checked_mul(self.size)))
-            && fits(y.checked_add(h))
-            && fits(z.checked_add(d));
-        Some(SurfaceBox {
-            surface: self.surface.filter(|_| fit)?,
-            dims: self.dims,
-            x,
-            y,
-            z,
-        })
-    }
-}
-
-impl<'a> ArrayRef<'a> {
-    /// Where box `r` of the array starts. The box must use the array's own layout (pitch
-    /// `width · size`, slice height `height`) and not cross the end of a row, a slice or the
-    /// array; an empty box is refused too (it has nowhere to be).
-    pub(crate) fn place(&self, r: &Pitched, what: &str) -> Result<Place<'a>> {
-        let (w, h, d) = self.extent;
-        let bad = |why: String| Error::BadRegion {
-            what: what.to_string(),
-            why,
-        };
-        if r.elements() == 0 {
-            return Err(bad("an empty box of a CUDA array".into()));
-        }
-        if (r.height > 1 || r.depth > 1) && r.pitch != w * self.size {
-            return Err(bad(format!(
-                "a box of a CUDA array has the array's pitch ({} bytes), not {}",
-                w * self.size,
-                r.pitch
-            )));
-        }
-        if r.depth > 1 && r.slice_height != h {
-            return Err(bad(format!(
-                "a box of a CUDA array has the array's slice height ({h} rows), not {}",
-                r.slice_height
-            )));
-        }
-        let (x, y, z) = (r.offset % w, (r.offset / w) % h, r.offset / (w * h));
-        let fits = |o: usize, n: usize, m: usize| o.checked_add(n).is_some_and(|e| e <= m);
-        if !(fits(x, r.width, w) && fits(y, r.height, h) && fits(z, r.depth, d)) {
-            return Err(bad(format!(
-                "the box at ({x}, {y}, {z}) of {} × {} × {} elements does not fit in the \
-                 array's {w} × {h} × {d}",
-                r.width, r.height, r.depth
-            )));
-        }
-        Ok(Place {
-            handle: self.handle,
-            surface: self.surface,
-            dims: self.dims(),
-            origin: (x, y, z),
-            shape: r.shape(),
-            size: self.size,
-            _array: core::marker::PhantomData,
-        })
-    }
-
-    /// The whole array copied from (`to_array`) or to host memory `host` (the whole array, x
-    /// fastest), on `stream`, ordered after the array's last work; the caller waits for the
-    /// stream before it uses `host` again.
-    fn host_copy(&self, stream: &CudaStream, host: u64, to_array: bool) -> Result<()> {
-        // The caller waits for the stream, which a graph capture cannot record.
-        if crate::ops::capturing(stream)? {
-            return Err(Error::Capturing {
-                op: "a CUDA array's host copy",
-            });
-        }
-        if self.ctx.cu_ctx() != stream.context().cu_ctx() {
-            return Err(Error::ContextMismatch {
-                what: "a CUDA array".into(),
-                expected: stream.context().ordinal(),
-                found: self.ctx.ordinal(),
-            });
-        }
-        self.wait(stream)?;
-        let (w, h, d) = self.extent;
-        let whole = (
-            At::Array {
-                handle: self.handle,
-                x: 0,
-                y: 0,
-                z: 0,
-            },
-            0,
-            0,
-        );
-        let linear = (At::Host(host), w as u64, (w * h) as u64);
-        let (dst, src) = if to_array {
-            (whole, linear)
-        } else {
-            (linear, whole)
-        };
-        // SAFETY: the caller's host memory holds the whole array (checked by the callers) and is
-        // not used until the stream has been synchronised; the array is ours to copy.
-        unsafe { copy_box(stream, self.size, dst, src, (w as u64, h as u64, d as u64))? };
-        self.record(stream)
-    }
-}
-
-impl ArrayRef<'_> {
-    /// 1, 2 or 3, as the driver sees the array (see [`CudaArray::new`]).
-    pub(crate) fn dims(&self) -> u32 {
-        match self.extent {
-            (_, 1, 1) => 1,
-            (_, _, 1) => 2,
-            _ => 3,
-        }
-    }
-
-    /// Orders `stream` after the last work the runtime enqueued on the array (on any stream):
-    /// every operation on an array calls this before its first work and [`Self::record`] after
-    /// its last, so that work on the array is ordered across streams as cudarc orders its
-    /// buffers' work.
-    pub(crate) fn wait(&self, stream: &CudaStream) -> Result<()> {
-        let Some(last) = self.last else {
-            return Ok(());
-        };
-        let last = last.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(e) = *last else { return Ok(()) };
-        let _current = CurrentContext::save();
-        stream
-            .context()
-            .bind_to_thread()
-            .map_err(driver("cuCtxSetCurrent"))?;
-        // SAFETY: `e` is a live event of the array's context (destroyed only by the array's
-        // drop, which `self` borrows against); a stream may wait on an event of any context.
-        unsafe {
-            result::stream::wait_event(
-                stream.cu_stream(),
-                e,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-        }
-        .map_err(driver("cuStreamWaitEvent (CUDA array)"))
-    }
-
-    /// Records the end of the work just enqueued on `stream` (of the array's context), for the
-    /// array's drop and for the next operation on the array ([`Self::wait`]).
-    pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {
-        let Some(last) = self.last else {
-            return Ok(());
-        };
-        let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
-        let _current = CurrentContext::save();
-        self.ctx
-            .bind_to_thread()
-            .map_err(driver("cuCtxSetCurrent"))?;
-        let e = match *last {
-            Some(e) => {
-                // Work recorded meanwhile by another thread on another stream (two readers of a
-                // shared array) must stay covered: this stream waits for it before the event
-                // moves here, so the event marks the end of both. The wait comes after this
-                // stream's own work, which it does not delay.
-                // SAFETY: a live event of the array's context; the stream is of that context.
-                unsafe {
-                    result::stream::wait_event(
-                        stream.cu_stream(),
-                        e,
-                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                    )
-                }
-                .map_err(driver("cuStreamWaitEvent (CUDA array)"))?;
-                e
-            }
-            None => {
-                let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                    .map_err(driver("cuEventCreate (array)"))?;
-                *last = Some(e);
-                e
-            }
-        };
-        // SAFETY: the event and the stream belong to the array's context.
-        unsafe { result::event::record(e, stream.cu_stream()) }.map_err(driver("cuEventRecord"))
-    }
 }
 
 // SAFETY: array memory has no address: `host` and `device` answer `None`, and the runtime reaches

@@ -6,7 +6,7 @@
 //! may be read meanwhile. It can be a rule's source, with writable shadows (`crate::SrcArg`).
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
-use crate::device::pool;
+use crate::driver::pool;
 use crate::element::Differentiable;
 use crate::error::Result;
 use cudarc::driver::{
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The address of a device buffer, without enqueuing anything that outlives the call.
 fn address<T, B: DevicePtr<T>>(buf: &B) -> u64 {
-    let _p = crate::device::probe::span("address of a cudarc buffer (region, guard)");
+    let _p = crate::driver::probe::span("address of a cudarc buffer (region, guard)");
     // cudarc may bind the buffer's context on the way: the caller's current context stays.
     let _current = pool::CurrentContext::save();
     let (addr, guard) = buf.device_ptr(buf.stream());

@@ -4,7 +4,7 @@
 //! for that reason): here each is written in full before anything can read it, so the safe
 //! functions hand out only initialised memory.
 
-use crate::cuda::driver;
+use crate::driver::driver;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;

@@ -2,11 +2,11 @@
 //! rules (`crate::array_rules`): the box checks a primitive makes before the driver call, the
 //! copy descriptor, and [`Linear`], the buffers whose address a copy may be given.
 
-use crate::device::pool::CurrentContext;
+use crate::driver::pool::CurrentContext;
 use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef, CudaArray};
 use crate::memory::raw::RawShadow;
-use crate::{MemoryKind, ShadowMemory, ShadowRead};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys::{self, CUmemorytype};
 use cudarc::driver::{
@@ -201,7 +201,7 @@ fn host_then_wait(stream: &CudaStream, addr: u64, f: AddrFn<'_>) -> DriverResult
 
 // SAFETY: the slice's own elements (read through `&`, written through `&mut`); finished with
 // before returning (`host_then_wait`).
-unsafe impl<T: crate::Differentiable> Linear for [T] {
+unsafe impl<T: crate::element::Differentiable> Linear for [T] {
     fn with_addr(&self, stream: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         host_then_wait(stream, self.as_ptr() as u64, f)
     }
@@ -211,7 +211,7 @@ unsafe impl<T: crate::Differentiable> Linear for [T] {
 }
 
 // SAFETY: as for `[T]` (the `Vec` is not resized while borrowed).
-unsafe impl<T: crate::Differentiable> Linear for Vec<T> {
+unsafe impl<T: crate::element::Differentiable> Linear for Vec<T> {
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         self.as_slice().with_addr(s, f)
     }
@@ -221,7 +221,7 @@ unsafe impl<T: crate::Differentiable> Linear for Vec<T> {
 }
 
 // SAFETY: as for `[T]`.
-unsafe impl<T: crate::Differentiable, const N: usize> Linear for [T; N] {
+unsafe impl<T: crate::element::Differentiable, const N: usize> Linear for [T; N] {
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         self.as_slice().with_addr(s, f)
     }
@@ -235,7 +235,9 @@ unsafe impl<T: crate::Differentiable, const N: usize> Linear for [T; N] {
 /// write.
 // SAFETY: cudarc's device address of the buffer's `len()` elements; its guard orders the copy
 // after the buffer's pending work and records it for later users (a write as a write).
-unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for CudaSlice<T> {
+unsafe impl<T: crate::element::Differentiable + cudarc::driver::DeviceRepr> Linear
+    for CudaSlice<T>
+{
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let (ptr, _sync) = self.device_ptr(s);
         f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
@@ -247,7 +249,9 @@ unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for Cu
 }
 
 // SAFETY: as for `CudaSlice`: the view's own elements and its slice's events.
-unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for CudaViewMut<'_, T> {
+unsafe impl<T: crate::element::Differentiable + cudarc::driver::DeviceRepr> Linear
+    for CudaViewMut<'_, T>
+{
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let (ptr, _sync) = self.device_ptr(s);
         f(CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr)
@@ -260,7 +264,7 @@ unsafe impl<T: crate::Differentiable + cudarc::driver::DeviceRepr> Linear for Cu
 
 // SAFETY: as for `CudaSlice`: the buffer's events order the copy, which reads or writes owned
 // page-locked memory.
-unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for PinnedHostSlice<T> {
+unsafe impl<T: crate::element::Differentiable + ValidAsZeroBits> Linear for PinnedHostSlice<T> {
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         // SAFETY: the address is used only by the copy enqueued on `s` inside `f`; the guard
         // records the buffer's event after it.
@@ -275,7 +279,7 @@ unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for PinnedHostSli
 }
 
 // SAFETY: as for `CudaSlice`.
-unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<T> {
+unsafe impl<T: crate::element::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<T> {
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let (ptr, _sync) = self.device_ptr(s);
         f(CUmemorytype::CU_MEMORYTYPE_UNIFIED, ptr)
@@ -288,7 +292,7 @@ unsafe impl<T: crate::Differentiable + ValidAsZeroBits> Linear for UnifiedSlice<
 
 // SAFETY: the `len()` elements that `RawShadow::new`'s caller vouched for (readable and
 // writable), in the declared kind; host memory is finished with before returning, as for `[T]`.
-unsafe impl<T: crate::Differentiable> Linear for RawShadow<T> {
+unsafe impl<T: crate::element::Differentiable> Linear for RawShadow<T> {
     fn with_addr(&self, s: &CudaStream, f: AddrFn<'_>) -> DriverResult {
         let addr = self.as_ptr() as u64;
         match self.kind() {
@@ -440,7 +444,7 @@ fn ordered(
     if let Some(e) = linear.and_then(|c| foreign("the linear buffer", c)) {
         return Err(e);
     }
-    if crate::ops::capturing(stream)? {
+    if crate::driver::capturing(stream)? {
         return Err(Error::Capturing {
             op: "a box copy with a CUDA array",
         });

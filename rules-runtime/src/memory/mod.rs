@@ -8,7 +8,6 @@
 //! pointers with a declared kind). CUDA arrays and pitched regions are reserved ([`MemoryKind::Array`]).
 
 pub mod array;
-pub(crate) mod autodiff;
 pub mod device;
 #[cfg(feature = "testing")]
 pub(crate) mod filled;
@@ -17,6 +16,7 @@ pub mod linear;
 pub mod pinned;
 pub mod raw;
 pub(crate) mod rows;
+pub(crate) mod staged;
 pub mod unified;
 pub(crate) mod view;
 
@@ -25,83 +25,7 @@ use crate::error::Result;
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 
-/// Where a buffer's bytes live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemoryKind {
-    /// Ordinary (pageable) host memory: `[T]`, `Vec<T>`.
-    Host,
-    /// Page-locked host memory, mapped into the device's address space.
-    Pinned,
-    /// Device memory.
-    Device,
-    /// Unified (managed) memory, reachable from host and device.
-    Unified,
-    /// A CUDA array (opaque layout; reserved for pitched/array copies).
-    Array,
-}
-
-impl MemoryKind {
-    /// Whether host code can read and write this memory directly.
-    pub const fn host_accessible(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::Host | MemoryKind::Pinned | MemoryKind::Unified
-        )
-    }
-
-    /// Whether kernels can read and write this memory directly.
-    pub const fn device_accessible(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::Device | MemoryKind::Pinned | MemoryKind::Unified
-        )
-    }
-}
-
-/// A byte range in the (unified virtual) address space, for alias checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
-}
-
-impl Region {
-    /// The region of `len` elements of `T` at address `addr`.
-    pub fn of<T>(addr: u64, len: usize) -> Self {
-        let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
-        Region {
-            start: addr,
-            end: addr.saturating_add(bytes),
-        }
-    }
-
-    /// How two regions relate: disjoint, the same range, or partially overlapping.
-    pub fn relation(self, other: Region) -> Overlap {
-        if self.start == self.end || other.start == other.end {
-            return Overlap::Disjoint;
-        }
-        if self == other {
-            Overlap::Same
-        } else if self.start < other.end && other.start < self.end {
-            Overlap::Partial
-        } else {
-            Overlap::Disjoint
-        }
-    }
-}
-
-/// The relation between a copy's source and destination ranges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overlap {
-    /// No byte in common (or one of them is empty).
-    Disjoint,
-    /// Exactly the same bytes: a self-copy, whose derivative is the identity.
-    Same,
-    /// Some bytes in common: refused.
-    Partial,
-}
+pub use crate::address::{MemoryKind, Overlap, Region};
 
 /// A device address usable by kernels and copies on one stream, holding cudarc's
 /// synchronisation guard (an event record) until the work is enqueued. The address itself is
@@ -396,8 +320,11 @@ mod tests {
             asked: core::cell::Cell::new(false),
         };
         let src = [1.0f32; 3];
-        let e = crate::accumulate(crate::On::Host, &mut acc, &src[..]).unwrap_err();
-        assert!(matches!(e, crate::Error::LengthMismatch { .. }), "{e}");
+        let e = crate::ops::accumulate(crate::ops::On::Host, &mut acc, &src[..]).unwrap_err();
+        assert!(
+            matches!(e, crate::error::Error::LengthMismatch { .. }),
+            "{e}"
+        );
         assert_eq!(acc.data, [1.0; 4], "nothing written");
     }
 

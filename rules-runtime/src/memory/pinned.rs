@@ -5,8 +5,8 @@
 //! work first waits for the work pending on it.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
-use crate::cuda::driver;
-use crate::device::pool;
+use crate::driver::driver;
+use crate::driver::pool;
 use crate::element::Differentiable;
 use crate::error::Result;
 use cudarc::driver::{CudaContext, CudaStream, HostSlice, PinnedHostSlice, ValidAsZeroBits};

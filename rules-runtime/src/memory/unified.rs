@@ -1,8 +1,8 @@
 //! Unified (managed) memory: cudarc's `UnifiedSlice<T>`, reachable from host and device.
 
 use super::{DeviceAddr, MemoryKind, Region, ShadowMemory, ShadowRead};
-use crate::cuda::driver;
-use crate::device::pool;
+use crate::driver::driver;
+use crate::driver::pool;
 use crate::element::Differentiable;
 use crate::error::Result;
 use cudarc::driver::{

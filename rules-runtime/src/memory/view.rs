@@ -2,7 +2,7 @@
 //!
 //! A [`DevRef`] (readable) or [`DevMut`] (writable) is a device-reachable address with the number
 //! of elements behind it, borrowed for `'a` from the buffer it was taken from. They are built here
-//! and in the pool (`crate::device::pool`) only:
+//! and on the pool's buffers (`crate::driver::pool`) only:
 //! - from a [`ShadowRead`] / [`ShadowMemory`], whose `unsafe` contract says that the address
 //!   `device` / `device_mut` hands out holds `len()` elements: the length is read from the same
 //!   borrow, at the same moment, so what a launch uses is what the buffer answered;
@@ -13,6 +13,8 @@
 //! needs no `unsafe`.
 
 use super::{DeviceAddr, Region, ShadowMemory, ShadowRead};
+use crate::driver::pool::{Held, Lease};
+use crate::error::Result;
 use core::marker::PhantomData;
 use cudarc::driver::CudaStream;
 
@@ -135,5 +137,40 @@ impl<'a, T> DevMut<'a, T> {
     /// The byte range, for overlap checks.
     pub(crate) fn region(&self) -> Region {
         Region::of::<T>(self.addr, self.len)
+    }
+}
+
+impl Lease<'_> {
+    /// The first `n` elements of `T` of the leased buffer, to read on the lease's streams.
+    pub(crate) fn view<T>(&self, n: usize) -> Result<DevRef<'_, T>> {
+        let ptr = self.room::<T>(n)?;
+        // SAFETY: the leased buffer holds at least `n` elements of `T` (`room` checked it),
+        // aligned, device-reachable, exclusively ours while leased.
+        Ok(unsafe { DevRef::from_raw(ptr, n) })
+    }
+
+    /// As [`Self::view`], writable.
+    pub(crate) fn view_mut<T>(&mut self, n: usize) -> Result<DevMut<'_, T>> {
+        let ptr = self.room::<T>(n)?;
+        // SAFETY: as in `view`; `&mut self` makes the view the only one.
+        Ok(unsafe { DevMut::from_raw(ptr, n) })
+    }
+}
+
+impl Held {
+    /// The first `n` elements of `T` of the held buffer, to read on a stream ordered after its
+    /// last use ([`Held::wait`]).
+    pub(crate) fn view<T>(&self, n: usize) -> Result<DevRef<'_, T>> {
+        let ptr = self.room::<T>(n)?;
+        // SAFETY: the held buffer holds at least `n` elements of `T` (`room` checked it),
+        // 256-byte aligned device memory, exclusively ours while held.
+        Ok(unsafe { DevRef::from_raw(ptr, n) })
+    }
+
+    /// As [`Self::view`], writable.
+    pub(crate) fn view_mut<T>(&mut self, n: usize) -> Result<DevMut<'_, T>> {
+        let ptr = self.room::<T>(n)?;
+        // SAFETY: as in `view`; `&mut self` makes the view the only one.
+        Ok(unsafe { DevMut::from_raw(ptr, n) })
     }
 }

@@ -13,7 +13,7 @@
 //! `Const`): `Scratch` leases it from the runtime's one pool, reused by every stream.
 #![forbid(unsafe_code)]
 
-use crate::cuda::{driver, require_driver};
+use crate::driver::{driver, require_driver};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::{ShadowMemory, ShadowRead};
@@ -35,7 +35,7 @@ pub fn nccl_available() -> bool {
     }
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // The names cudarc's loader tries first (it does not try the versioned `libnccl.so.2`).
-    *PRESENT.get_or_init(|| crate::cuda::library_present(&["libnccl.so", "nccl.dll"]))
+    *PRESENT.get_or_init(|| crate::driver::library_present(&["libnccl.so", "nccl.dll"]))
 }
 
 /// `Ok` when the CUDA driver and NCCL are there; [`Error::NoDriver`] or [`Error::NoNccl`] otherwise.

@@ -7,7 +7,7 @@ use super::*;
 fn missing_nccl_is_a_typed_error() {
     match unique_id() {
         Ok(_) => assert!(nccl_available()),
-        Err(Error::NoDriver) => assert!(!crate::cuda::driver_available()),
+        Err(Error::NoDriver) => assert!(!crate::driver::driver_available()),
         Err(Error::NoNccl) => assert!(!nccl_available()),
         Err(e) => panic!("unexpected error: {e}"),
     }

@@ -71,15 +71,15 @@ where
     }
     // CUDA arrays have no address: their boxes are compared from pooled linear copies.
     if dst.array().is_some() {
-        let s = super::array::stream(on, "a CUDA array")?;
-        let (st, at) = super::array::staged(s, dst, r)?;
+        let s = super::region::array::stream(on, "a CUDA array")?;
+        let (st, at) = super::region::array::staged(s, dst, r)?;
         return compare(On::Stream(s), &st, at, expect);
     }
     if let Expect::Copy(b, rb) = expect
         && b.array().is_some()
     {
-        let s = super::array::stream(on, "a CUDA array")?;
-        let (st, at) = super::array::staged(s, b, rb)?;
+        let s = super::region::array::stream(on, "a CUDA array")?;
+        let (st, at) = super::region::array::staged(s, b, rb)?;
         return compare(On::Stream(s), dst, r, Expect::Copy(&st, at));
     }
     let src = match expect {

@@ -17,9 +17,9 @@
 //! than the stream's is routed through that device's primary context.
 
 use super::{Op, Operand, Plan, Source, StreamRef, plan_with};
-use crate::cuda::driver;
 use crate::device::kernels;
-use crate::device::pool::{self, Lease, Memory};
+use crate::driver::driver;
+use crate::driver::pool::{self, Lease, Memory};
 use crate::error::{Error, Result};
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
@@ -204,7 +204,7 @@ fn device_context(
     }
     let ordinal = crate::device::peer::pointer_ordinal(address());
     match ordinal {
-        Some(o) if o != here.ordinal() => Ok(Some(crate::cuda::context(o)?)),
+        Some(o) if o != here.ordinal() => Ok(Some(crate::driver::context(o)?)),
         // Unknown to the driver, or on this device: the local routes decide.
         _ => Ok(Some(here.clone())),
     }

@@ -1,6 +1,6 @@
 //! Shadow work that touches host memory from the host: the plain loops, and the two staged
 //! routes between host-only memory and device-reachable memory, through pooled buffers
-//! ([`crate::device::pool`]).
+//! ([`crate::driver::pool`]).
 //!
 //! A host slice may really be page-locked or managed memory (`pinned.as_mut_slice()` is a
 //! `&mut [T]`), for which a host↔device copy is truly asynchronous. So no host buffer is written
@@ -8,17 +8,17 @@
 //! synchronised first. Zeroing the source is always the last step.
 
 use super::{Op, Source};
-use crate::cuda::driver;
-use crate::device::pool::Lease;
 use crate::device::{kernels, pipeline};
+use crate::driver::driver;
+use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Error, Result, check_len};
 use crate::memory::view::{DevMut, DevRef};
-use crate::memory::{ShadowMemory, ShadowRead};
+use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::par;
 use cudarc::driver::CudaStream;
 
-fn unsupported(op: Op, dst: crate::MemoryKind, src: crate::MemoryKind, why: &'static str) -> Error {
+fn unsupported(op: Op, dst: MemoryKind, src: MemoryKind, why: &'static str) -> Error {
     Error::UnsupportedKinds {
         op: op.name(),
         dst,
@@ -47,7 +47,7 @@ pub(super) fn host_of_mut<M: ShadowMemory + ?Sized>(
     Ok(h)
 }
 
-fn no_host_view(op: Op, kind: crate::MemoryKind) -> Error {
+fn no_host_view(op: Op, kind: MemoryKind) -> Error {
     unsupported(
         op,
         kind,
@@ -99,11 +99,11 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let _p = crate::device::probe::span("stage_in");
+    let _p = crate::driver::probe::span("stage_in");
     let bytes = n * size_of::<A::Elem>();
     {
         let acc_kind = acc.kind();
-        let unsupported = |why| unsupported(op, acc_kind, crate::MemoryKind::Host, why);
+        let unsupported = |why| unsupported(op, acc_kind, MemoryKind::Host, why);
         let b = src
             .get()
             .ok_or_else(|| unsupported("a staged route needs a source"))?;
@@ -120,14 +120,14 @@ where
                 s.synchronize()
                     .map_err(driver("cuStreamSynchronize (host source staging)"))?;
             }
-            let lease = crate::device::probe::span("stage_in: Lease::pinned_copy_of");
+            let lease = crate::driver::probe::span("stage_in: Lease::pinned_copy_of");
             let stage = Lease::pinned_copy_of(h, s)?;
             drop(lease);
             kernels::accumulate(s, &mut a, &stage.view(n)?)?;
         }
     }
     if let Source::Take(b) = src {
-        let _p = crate::device::probe::span("stage_in: host zero");
+        let _p = crate::driver::probe::span("stage_in: host zero");
         // Read by the host only (above), after the stream's earlier work: zeroed now.
         par::zero(host_of_mut(op, b, n)?);
     }
@@ -147,10 +147,10 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let _p = crate::device::probe::span("stage_out");
+    let _p = crate::driver::probe::span("stage_out");
     let bytes = n * size_of::<A::Elem>();
-    let src_kind = src.get().map_or(crate::MemoryKind::Device, |b| b.kind());
-    let no_address = || unsupported(op, crate::MemoryKind::Host, src_kind, "no device address");
+    let src_kind = src.get().map_or(MemoryKind::Device, |b| b.kind());
+    let no_address = || unsupported(op, MemoryKind::Host, src_kind, "no device address");
     let mut src = src;
     {
         let d = match &mut src {

@@ -13,28 +13,29 @@
 //!
 //! Where each part lives:
 //! - here: the public face of whole-buffer work ([`accumulate`], [`zero`],
-//!   [`accumulate_and_zero`]), the thresholds that pick between kernels, and the words the
-//!   routing shares (`Op`, `Source`);
+//!   [`accumulate_and_zero`]), the thresholds that pick between kernels (defined with the kernels
+//!   in `device`), and the words the routing shares (`Op`, `Source`);
 //! - `route`: the deciding: `plan` and `plan_with`, the `Route` and the `Plan` that runs on it,
 //!   the stream, capture and context checks, and the one-launch device path;
 //! - `host`, `par`, `pipeline`: host loops, staging, and the pinned pipelines; `cross`: work
 //!   across contexts;
-//! - `region`, `sum`, `saved`, `array`: the same operations on boxes (pitched regions, CUDA
-//!   arrays), their sums, and the save and restore of a box.
+//! - `region` (with `region::host` and `region::array`), `sum`, `saved`: the same operations on
+//!   boxes (pitched regions, CUDA arrays), their sums, and the save and restore of a box;
+//! - `reserve`: `cuda::reserve`, what the first operations on a context would pay, paid ahead.
 #![forbid(unsafe_code)]
 
 pub(crate) mod cross;
+pub use crate::device::kernels::{FUSED_SPLIT_BYTES, STREAMING_ZERO_BYTES};
+pub(crate) use crate::driver::capturing;
 pub use on::{AsStream, On};
-pub(crate) use route::{
-    Operand, Plan, Route, StreamRef, capturing, plan, plan_with, refuse_call_in_capture,
-};
+pub(crate) use route::{Operand, Plan, Route, StreamRef, plan, plan_with, refuse_call_in_capture};
 pub use saved::{SavedRegion, restore_region, save_region};
 pub use sum::{accumulate_sum_region, sum_region};
-pub(crate) mod array;
 pub(crate) mod check;
 mod host;
 mod on;
 pub mod region;
+pub(crate) mod reserve;
 mod route;
 mod saved;
 mod sum;
@@ -87,18 +88,6 @@ where
 {
     plan(on, Op::AccumulateAndZero, &*acc, Some(&*src))?.run(acc, Source::Take(src))
 }
-
-/// Per-operand size from which `accumulate_and_zero` with both operands in device memory is the
-/// accumulate kernel followed by a driver memset instead of the one fused launch. Below it,
-/// saving a launch is what counts; above it, the driver's memset writes faster than a kernel that
-/// mixes reads and writes (measurements in the README).
-pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
-
-/// Per-operand size from which zeroing device memory (a [`zero`], and the zeroing half of that
-/// split) is a kernel of streaming stores instead of the driver's memset: right after the
-/// accumulate kernel it was the faster of the two from 128 MiB and the slower at 32-64 MiB; alone
-/// it was 2-4% faster from 64 MiB (docs/performance.md).
-pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
 
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

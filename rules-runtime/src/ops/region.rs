@@ -6,17 +6,18 @@
 //! Everything is checked before the first write: each box against its buffer and element type,
 //! the shapes against each other, the overlap of the two boxes row interval by row interval.
 //!
-//! The host loops of the two-box operations are in `host` (row by row: `crate::memory::rows`);
-//! the helpers at the end of this file (route, errors) are shared with the sums, saves and array
+//! The host loops of the two-box operations are in `host` (row by row: `crate::memory::rows`), the
+//! routes with a CUDA array on either side in `array`; the helpers at the end of this file (route, errors) are shared with the sums, saves and array
 //! operations.
 
+pub(crate) mod array;
 mod host;
 
 use super::host::add;
 use super::{On, Op, Operand, Route, Source, plan_with, stream_for};
-use crate::cuda::driver;
-use crate::device::pool::Lease;
 use crate::device::region as boxes;
+use crate::driver::driver;
+use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
 use crate::memory::rows::{for_each_row, for_each_row_mut};
@@ -71,13 +72,13 @@ pub fn fill_region<A: ShadowMemory + ?Sized>(
     r: Pitched,
     value: A::Elem,
 ) -> Result<()> {
-    let _p = crate::device::probe::span("fill_region (zero_region)");
+    let _p = crate::driver::probe::span("fill_region (zero_region)");
     r.check::<A::Elem>("the destination", buf.len())?;
     if r.elements() == 0 {
         return Ok(());
     }
     if buf.array().is_some() {
-        return super::array::fill(on, buf, r, value);
+        return array::fill(on, buf, r, value);
     }
     let kind = buf.kind();
     match route::<A, A>(on, Op::Zero, &*buf, None)? {
@@ -107,7 +108,7 @@ where
     A: ShadowMemory + ?Sized,
     B: ShadowMemory<Elem = A::Elem> + ?Sized,
 {
-    let _p = crate::device::probe::span("region pair (accumulate_and_zero_region)");
+    let _p = crate::driver::probe::span("region pair (accumulate_and_zero_region)");
     let b = src
         .get()
         .ok_or_else(|| no_address(op, acc.kind(), acc.kind()))?;
@@ -127,7 +128,7 @@ where
         return Ok(());
     }
     if acc.array().is_some() || b.array().is_some() {
-        return super::array::pair(on, op, acc, ra, src, rb);
+        return array::pair(on, op, acc, ra, src, rb);
     }
     let size = size_of::<A::Elem>();
     let (acc_kind, src_kind) = (acc.kind(), b.kind());

@@ -4,10 +4,10 @@
 //! operands is here too, as it is what most plans end in.
 
 use super::{FUSED_SPLIT_BYTES, On, Op, STREAMING_ZERO_BYTES, Source, cross, host};
-use crate::cuda::{driver, require_driver};
 use crate::device::kernels;
 use crate::device::pipeline;
-use crate::device::probe;
+use crate::driver::probe;
+use crate::driver::{capturing, driver, require_driver};
 use crate::error::{Error, Result, check_len};
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, Region, ShadowMemory, ShadowRead};
@@ -215,14 +215,6 @@ pub(crate) fn refuse_call_in_capture(
         return Err(Error::Capturing { op: what });
     }
     Ok(())
-}
-
-/// Whether `s` is being captured into a CUDA graph.
-pub(crate) fn capturing(s: &CudaStream) -> Result<bool> {
-    let _p = probe::span("capturing (cuStreamIsCapturing)");
-    let _current = crate::device::pool::CurrentContext::save();
-    let status = s.capture_status().map_err(driver("cuStreamIsCapturing"))?;
-    Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// The stream the work is ordered on: the one `on` names; for [`On::Host`], the own stream of a

@@ -8,8 +8,8 @@
 
 use super::region::{no_address, route, sync};
 use super::{On, Op, Route};
-use crate::device::pool::{Held, Memory};
 use crate::device::region::{self as boxes, BoxInto, BoxOf};
+use crate::driver::pool::{Held, Memory};
 use crate::error::{Error, Result};
 use crate::memory::rows::{for_each_row, for_each_row_mut};
 use crate::memory::view::{DevMut, DevRef};
@@ -68,8 +68,8 @@ pub fn save_region<A: ShadowRead + ?Sized>(
     let bytes = n * size_of::<A::Elem>();
     let packed = packed::<A::Elem>(&r);
     if let Some(a) = buf.array() {
-        let stream = super::array::stream(on, "a CUDA array")?;
-        super::array::check_context(&a, stream, "the saved buffer")?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
+        super::region::array::check_context(&a, stream, "the saved buffer")?;
         let p = a.place(&r, "the saved buffer")?;
         let mut held = Held::new(Memory::Device, bytes, stream)?;
         boxes::copy(
@@ -155,12 +155,12 @@ pub fn restore_region<A: ShadowMemory + ?Sized>(
         let Store::Device(held) = &mut saved.store else {
             return Err(elsewhere());
         };
-        let stream = super::array::stream(on, "a CUDA array")?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
         if held.context().cu_ctx() != stream.context().cu_ctx() {
             return Err(elsewhere());
         }
         let p = a.place(&r, "the restored buffer")?;
-        super::array::check_context(&a, stream, "the restored buffer")?;
+        super::region::array::check_context(&a, stream, "the restored buffer")?;
         held.wait(stream)?;
         boxes::copy(
             stream,

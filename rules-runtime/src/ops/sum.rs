@@ -6,8 +6,8 @@
 use super::region::{cross_refused, no_address, route, sync};
 use super::{On, Op, Route};
 use crate::device::kernels;
-use crate::device::pool::Lease;
 use crate::device::region as boxes;
+use crate::driver::pool::Lease;
 use crate::element::Differentiable;
 use crate::error::{Result, check_len};
 use crate::memory::rows::{for_each_row, for_each_row_mut};
@@ -32,8 +32,8 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
     }
     if buf.array().is_some() {
         // Staged into linear memory; the sum waits for the stream, so the lease outlives its use.
-        let stream = super::array::stream(on, "a CUDA array")?;
-        let (st, packed) = super::array::staged(stream, buf, r)?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
+        let (st, packed) = super::region::array::staged(stream, buf, r)?;
         return sum_region(On::Stream(stream), &st, packed);
     }
     let kind = buf.kind();
@@ -45,7 +45,7 @@ pub fn sum_region<A: ShadowRead + ?Sized>(on: On<'_>, buf: &A, r: Pitched) -> Re
         Route::Device { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
-                return Err(crate::Error::Capturing { op: "sum_region" });
+                return Err(crate::error::Error::Capturing { op: "sum_region" });
             }
             let d =
                 DevRef::of(buf, &stream).ok_or_else(|| no_address(Op::Accumulate, kind, kind))?;
@@ -110,7 +110,7 @@ where
         end: g.start + s.end as u64 * size,
     };
     if a.relation(boxed) != crate::memory::Overlap::Disjoint {
-        return Err(crate::Error::Aliasing {
+        return Err(crate::error::Error::Aliasing {
             what: "the value's shadow".into(),
             other: "the summed box".into(),
             start: a.start.max(boxed.start),
@@ -118,8 +118,8 @@ where
         });
     }
     if src.array().is_some() {
-        let stream = super::array::stream(on, "a CUDA array")?;
-        let (st, packed) = super::array::staged(stream, src, r)?;
+        let stream = super::region::array::stream(on, "a CUDA array")?;
+        let (st, packed) = super::region::array::staged(stream, src, r)?;
         return accumulate_sum_region(On::Stream(stream), acc, &st, packed);
     }
     let (acc_kind, src_kind) = (acc.kind(), src.kind());
@@ -136,7 +136,7 @@ where
         Route::Device { stream } | Route::TakePinned { stream } => {
             // Partial sums in pooled memory (and, for a host result, a wait): not capturable.
             if super::capturing(&stream)? {
-                return Err(crate::Error::Capturing { op: "sum_region" });
+                return Err(crate::error::Error::Capturing { op: "sum_region" });
             }
             let d = DevRef::of(src, &stream).ok_or_else(no_address)?;
             let mut a = DevMut::of(acc, &stream).ok_or_else(no_address)?;

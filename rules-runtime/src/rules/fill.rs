@@ -35,7 +35,7 @@ fn forward_lanes<D: Side>(
     on: On<'_>,
     c: &Checked,
     dst: &mut D,
-    tangent: impl Fn(usize) -> Option<<D::Buf as crate::ShadowRead>::Elem>,
+    tangent: impl Fn(usize) -> Option<<D::Buf as crate::memory::ShadowRead>::Elem>,
 ) -> Result<()> {
     for k in 0..dst.width() {
         let Some(dd) = dst.lane_mut(k) else { continue };
@@ -54,7 +54,7 @@ fn reverse_lanes<D: Side>(
     c: &Checked,
     dst: &mut D,
     sum: bool,
-) -> Result<Vec<<D::Buf as crate::ShadowRead>::Elem>> {
+) -> Result<Vec<<D::Buf as crate::memory::ShadowRead>::Elem>> {
     let mut sums = Vec::new();
     if sum {
         for k in 0..dst.width() {

@@ -22,6 +22,8 @@ mod traits;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fingerprint;
 
 /// A tape's fingerprint of a call: the words (addresses, lengths, boxes) mixed one word at a time.
 /// Each step is a bijection of the word for a given state (xor, multiply by an odd constant,

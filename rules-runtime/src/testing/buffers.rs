@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::cuda::driver;
+use crate::driver::driver;
 use crate::element::Differentiable;
 use crate::error::Result;
 use crate::memory::ShadowMemory;
@@ -51,7 +51,7 @@ impl Env {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }
-        let s = crate::cuda::stream(0)?;
+        let s = crate::driver::stream(0)?;
         Ok(self.stream.get_or_init(|| s))
     }
 
@@ -235,9 +235,10 @@ pub(crate) fn lanes<B: TestBuffer + ?Sized, const N: usize>(
 ) -> Result<[&mut B; N]> {
     let found = owners.len();
     let v: Vec<&mut B> = owners.iter_mut().map(B::arg).collect();
-    v.try_into().map_err(|_| crate::Error::LengthMismatch {
-        what: "the shadows of a batch".to_string(),
-        expected: N,
-        found,
-    })
+    v.try_into()
+        .map_err(|_| crate::error::Error::LengthMismatch {
+            what: "the shadows of a batch".to_string(),
+            expected: N,
+            found,
+        })
 }

@@ -278,7 +278,7 @@ pub fn adjoint_check<T: Differentiable>(
     let w = random_vec::<T>(n_out, seed ^ 0x9e37_79b9_7f4a_7c15);
     let jv = jvp(&v)?;
     let jtw = vjp(&w)?;
-    let wrong = |what: &str, expected: usize, found: usize| crate::Error::LengthMismatch {
+    let wrong = |what: &str, expected: usize, found: usize| crate::error::Error::LengthMismatch {
         what: what.to_string(),
         expected,
         found,
@@ -379,7 +379,7 @@ pub mod kernels {
 
     /// The runtime's kernels as PTX text, for benchmarks that launch them through cudarc's own
     /// launch builder (`CudaContext::load_module`), as a user launching a kernel of their own would.
-    pub const PTX: &str = crate::device::kernels::PTX;
+    pub const PTX: &str = crate::driver::pool::modules::PTX;
 
     /// Launches a kernel that does nothing (one block of one thread): the launch-overhead ceiling.
     pub fn empty_launch(stream: &CudaStream) -> Result<()> {
@@ -399,7 +399,7 @@ pub mod kernels {
         n: usize,
         zero_src: bool,
     ) -> Result<()> {
-        crate::cuda::require_driver()?;
+        crate::driver::require_driver()?;
         // SAFETY: by the caller's contract.
         unsafe { crate::device::kernels::launch_accumulate(stream, dtype, acc, src, n, zero_src) }
     }
@@ -409,7 +409,7 @@ pub mod kernels {
     /// # Safety
     /// `ptr .. ptr + bytes` valid device-accessible memory, ordered on `stream`.
     pub unsafe fn zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<()> {
-        crate::cuda::require_driver()?;
+        crate::driver::require_driver()?;
         // SAFETY: by the caller's contract.
         unsafe { crate::device::kernels::memset_zero(stream, ptr, bytes) }
     }
@@ -418,13 +418,13 @@ pub mod kernels {
 /// What the runtime's cache holds, for tests that check it is released: the number of contexts
 /// it holds, and for `ctx` the number and total bytes of its pooled staging buffers.
 pub fn cache_held(ctx: &cudarc::driver::CudaContext) -> (usize, usize, usize) {
-    let (buffers, bytes) = crate::device::pool::pooled(ctx);
-    (crate::device::pool::contexts_held(), buffers, bytes)
+    let (buffers, bytes) = crate::driver::pool::pooled(ctx);
+    (crate::driver::pool::contexts_held(), buffers, bytes)
 }
 
 /// The host-side profile of the calls made on this thread since the last call (feature `probe`;
 /// empty without it): for each step, its name, total nanoseconds and count, inclusive of the steps
 /// inside it. For `bench-overhead`.
 pub fn probe_take() -> Vec<(&'static str, u64, u64)> {
-    crate::device::probe::take()
+    crate::driver::probe::take()
 }

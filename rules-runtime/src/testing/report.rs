@@ -77,12 +77,12 @@ impl Shapes {
 
     /// A typed error for an extent whose elements are not its side's length (made before any
     /// buffer or input is).
-    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+    pub(crate) fn validate(&self) -> Result<(), crate::error::Error> {
         // A NaN or negative tolerance would let every comparison pass, or none.
         if let Some(tol) = self.tolerance
             && !(tol.is_finite() && tol >= 0.0)
         {
-            return Err(crate::Error::BadRegion {
+            return Err(crate::error::Error::BadRegion {
                 what: format!("the tolerance {tol} in `Shapes`"),
                 why: "a tolerance is a finite number, 0 or more".into(),
             });
@@ -93,7 +93,7 @@ impl Shapes {
         // `-Zautodiff=Enable` rustc's type trees abort on the latter (docs/autodiff.md).
         for (side, len) in SIDES.into_iter().zip([self.dst, self.src]) {
             if len > isize::MAX as usize / 16 {
-                return Err(crate::Error::BadRegion {
+                return Err(crate::error::Error::BadRegion {
                     what: format!("{side}'s length {len} in `Shapes`"),
                     why: "its elements cannot be allocated".into(),
                 });
@@ -109,14 +109,14 @@ impl Shapes {
             match w.checked_mul(h).and_then(|v| v.checked_mul(d)) {
                 Some(n) if n == len => {}
                 Some(n) => {
-                    return Err(crate::Error::LengthMismatch {
+                    return Err(crate::error::Error::LengthMismatch {
                         what,
                         expected: len,
                         found: n,
                     });
                 }
                 None => {
-                    return Err(crate::Error::BadRegion {
+                    return Err(crate::error::Error::BadRegion {
                         what,
                         why: "its elements do not fit in a usize".into(),
                     });
@@ -309,7 +309,7 @@ pub enum CheckError {
         /// The call, in words.
         during: String,
         /// Its error.
-        error: crate::Error,
+        error: crate::error::Error,
     },
     /// Comparisons failed: every one, in the order they ran.
     Failed(Vec<Failure>),

@@ -7,8 +7,8 @@ use super::{
     At, Shape, Side, SumTo, SurfaceOp, array_box, copy_box, launch_accumulate, launch_fill,
 };
 use super::{sum as launch_sum, sum_partials};
-use crate::cuda::driver;
-use crate::device::pool::{self, Lease, Memory};
+use crate::driver::driver;
+use crate::driver::pool::{self, Lease, Memory};
 use crate::element::Differentiable;
 use crate::error::{Error, Result, check_len};
 use crate::memory::array::Place;
@@ -449,8 +449,8 @@ fn pass_on<T: Differentiable>(
     let Some(b) = p.surface() else {
         return Err(Error::UnsupportedKinds {
             op: "array pass",
-            dst: crate::MemoryKind::Array,
-            src: crate::MemoryKind::Device,
+            dst: crate::memory::MemoryKind::Array,
+            src: crate::memory::MemoryKind::Device,
             why: "the array has no surface object",
         });
     };

@@ -5,15 +5,13 @@
 //! too.
 
 use super::{SUM_BLOCKS, Shape, Side, Walk, empty, launch, packed, walk_with};
-use crate::device::pool;
+use crate::driver::pool;
 use crate::element::Dtype;
 use crate::error::Result;
 use cudarc::driver::CudaStream;
 
-/// The sum kernels, in the order they are loaded.
-pub(crate) const SUMS: [&str; 6] = ["f32", "f64", "f16", "bf16", "c32", "c64"];
-
-/// The index of `dtype`'s kernel among those named like [`SUMS`].
+/// The index of `dtype`'s kernel among those named like
+/// [`SUMS`](crate::driver::pool::modules::SUMS).
 pub(crate) fn dtype_index(dtype: Dtype) -> usize {
     match dtype {
         Dtype::F32 => 0,

@@ -41,7 +41,7 @@ struct PtrPlan<T> {
 
 impl PtrCopy {
     /// Checks a pointer rule's arguments, seen through their views. Nothing is written.
-    fn plan<T: crate::Differentiable>(
+    fn plan<T: crate::element::Differentiable>(
         &self,
         on: On<'_>,
         views: CopyViews<T>,
@@ -101,7 +101,7 @@ pub(crate) fn ptr_copy_forward<T, D, S, F, R>(
     mut primal: F,
 ) -> Result<()>
 where
-    T: crate::Differentiable,
+    T: crate::element::Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
     F: FnMut(*mut T, *const T) -> R,
@@ -146,7 +146,7 @@ pub(crate) fn ptr_copy_augmented_primal<T, D, S, F, R>(
     mut primal: F,
 ) -> Result<CopyTape>
 where
-    T: crate::Differentiable,
+    T: crate::element::Differentiable,
     D: DstPtr<T>,
     S: SrcPtr<T>,
     F: FnMut(*mut T, *const T) -> R,
@@ -169,7 +169,7 @@ pub(crate) fn ptr_copy_reverse<T, D>(
     views: CopyViews<T>,
 ) -> Result<()>
 where
-    T: crate::Differentiable,
+    T: crate::element::Differentiable,
     D: DstPtr<T>,
 {
     let plan = shape.plan(on, views)?;

@@ -4,7 +4,7 @@
 
 use super::{Call, CopyTape, PrimalOutcome, lane_name, plan_lanes};
 use crate::activity::{DstArg, SameWidth, SrcArg};
-use crate::device::probe;
+use crate::driver::probe;
 use crate::error::{Result, check_len, check_len_with};
 use crate::memory::{MemoryKind, ShadowMemory, ShadowRead};
 use crate::ops::{self, On, Op, Source, refuse_call_in_capture};

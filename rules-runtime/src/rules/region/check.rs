@@ -246,7 +246,7 @@ where
     S: Side<Primal: ShadowRead<Elem = <D::Primal as ShadowRead>::Elem>>,
 {
     type E<D> = <<D as Side>::Primal as ShadowRead>::Elem;
-    let _p = crate::device::probe::span("region check_call");
+    let _p = crate::driver::probe::span("region check_call");
     let size = size_of::<E<D>>();
     // A whole CUDA array on either side gives a whole-buffer copy its shape.
     let whole_pair = !boxes.value && boxes.dst.is_none() && boxes.dst_at.is_none();
@@ -309,7 +309,7 @@ where
             None,
         )?);
     }
-    let lanes_p = crate::device::probe::span("region check_call: lanes (names, routes, pairs)");
+    let lanes_p = crate::driver::probe::span("region check_call: lanes (names, routes, pairs)");
     let mut lanes: Vec<[Option<usize>; 2]> = Vec::with_capacity(width);
     // A shadow has its primal's layout, hence its length: one set of length rules for every rule
     // kind (a plain `copy` refuses the same shadows), checked for every lane before any write.

@@ -237,6 +237,6 @@ fn fits(
 }
 
 /// A pair of host buffers (no stream needed for host memory).
-fn pair<'a>(p: &'a mut Vec<f32>, s: &'a mut Vec<f32>) -> crate::Result<AdPair<'a, f32>> {
+fn pair<'a>(p: &'a mut Vec<f32>, s: &'a mut Vec<f32>) -> crate::error::Result<AdPair<'a, f32>> {
     AdPair::new_host(p, s)
 }

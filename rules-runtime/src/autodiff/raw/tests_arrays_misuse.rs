@@ -232,7 +232,7 @@ fn array_misuse_array_bridge_refusals_run_nothing() {
 /// The GPU's stream. These tests are `#[ignore]`d, so a machine without a GPU reports them as
 /// ignored; run with `--ignored`, a missing GPU is a failure, not a pass (docs/testing.md).
 fn gpu() -> std::sync::Arc<CudaStream> {
-    crate::cuda::stream(0).expect("a GPU (this test was asked for with --ignored)")
+    crate::driver::stream(0).expect("a GPU (this test was asked for with --ignored)")
 }
 
 /// Hazard (guarded by: a handle keeps its array's extent, `extent` reads no array).
@@ -271,7 +271,7 @@ fn am_download_peek(
 ) -> Result<()> {
     let (w, h, d) = src.extent();
     crate::memory::linear::array_to_linear(stream, dst, (w * 4, h), src, (0, 0, 0), (w, h, d))?;
-    stream.synchronize().map_err(crate::Error::primal)?;
+    stream.synchronize().map_err(crate::error::Error::primal)?;
     let mine = dst.host_mut()?.expect("pinned memory is host-accessible");
     let mut seen = vec![0.0f32; mine.len()];
     // The same memory, read by another bridge while `mine` (a `&mut`) is live.

@@ -12,17 +12,33 @@
 //! Everything is ordered on the copy's stream, after the array's last work (its event); nothing
 //! waits on the host beyond what the linear route does.
 
-use super::region::{pair as linear_pair, zero_region};
-use super::{On, Op, Source};
-use crate::device::pool::Staged;
+use super::{fill_region, pair as linear_pair, zero_region};
 use crate::device::region::{self as boxes, BoxInto, BoxOf, Pass};
 use crate::element::Differentiable;
 use crate::error::{Error, Result};
-use crate::memory::array::{ArrayRef, Place};
+use crate::memory::array::{ArrayElement, ArrayRef, CudaArray, Place};
+use crate::memory::staged::Staged;
 use crate::memory::view::{DevMut, DevRef};
 use crate::memory::{MemoryKind, Overlap, ShadowMemory, ShadowRead};
+use crate::ops::{On, Op, Source, capturing};
 use crate::region::{Pitched, relation};
 use cudarc::driver::CudaStream;
+
+impl<T: ArrayElement> CudaArray<T> {
+    /// A new array of this extent with every element `+0.0`, ordered on `stream`.
+    pub fn zeroed(stream: &CudaStream, width: usize, height: usize, depth: usize) -> Result<Self> {
+        let mut a = Self::new(stream.context(), width, height, depth)?;
+        let whole = a.whole();
+        zero_region(On::Stream(stream), &mut a, whole)?;
+        Ok(a)
+    }
+
+    /// A zeroed array of the same extent and context: a shadow for this one.
+    pub fn shadow_like(&self, stream: &CudaStream) -> Result<Self> {
+        let (w, h, d) = self.extent();
+        Self::zeroed(stream, w, h, d)
+    }
+}
 
 /// A contiguous box of `r`'s shape from element 0: where an array box is staged.
 fn packed<T>(r: &Pitched) -> Pitched {
@@ -78,7 +94,7 @@ pub(crate) fn check_context(a: &ArrayRef<'_>, s: &CudaStream, what: &str) -> Res
 /// refused while the stream is capturing.
 pub(crate) fn stream<'s>(on: On<'s>, what: &str) -> Result<&'s CudaStream> {
     match on {
-        On::Stream(s) if super::capturing(s)? => Err(Error::Capturing {
+        On::Stream(s) if capturing(s)? => Err(Error::Capturing {
             op: "CUDA array staging",
         }),
         On::Stream(s) => Ok(s),
@@ -88,7 +104,7 @@ pub(crate) fn stream<'s>(on: On<'s>, what: &str) -> Result<&'s CudaStream> {
 
 /// `acc[ra] += src[rb]` (and `src[rb] ← 0` for `AccumulateAndZero`) where at least one side is
 /// an array. The boxes have been checked against their buffers' lengths and shapes by the caller.
-pub(super) fn pair<A, B>(
+pub(in crate::ops) fn pair<A, B>(
     on: On<'_>,
     op: Op,
     acc: &mut A,
@@ -283,7 +299,7 @@ enum Either<L, A> {
 
 /// `buf[r] ← value` for an array: zeroed by [`boxes::zero_array`]; another value filled into a
 /// staged linear box and copied into the array.
-pub(super) fn fill<A: ShadowMemory + ?Sized>(
+pub(in crate::ops) fn fill<A: ShadowMemory + ?Sized>(
     on: On<'_>,
     buf: &mut A,
     r: Pitched,
@@ -298,7 +314,7 @@ pub(super) fn fill<A: ShadowMemory + ?Sized>(
         boxes::zero_array(s, p)?;
     } else {
         let mut st = Staged::<A::Elem>::new(r.elements(), s)?;
-        super::region::fill_region(On::Stream(s), &mut st, packed::<A::Elem>(&r), value)?;
+        fill_region(On::Stream(s), &mut st, packed::<A::Elem>(&r), value)?;
         stage_back(s, p, &st)?;
     }
     a.record(s)
@@ -306,7 +322,7 @@ pub(super) fn fill<A: ShadowMemory + ?Sized>(
 
 /// The array box `buf[r]` staged into pooled device memory, packed, for a read (a sum, a save),
 /// with its box there.
-pub(super) fn staged<'s, A: ShadowRead + ?Sized>(
+pub(in crate::ops) fn staged<'s, A: ShadowRead + ?Sized>(
     s: &'s CudaStream,
     buf: &A,
     r: Pitched,

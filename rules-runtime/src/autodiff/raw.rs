@@ -10,9 +10,9 @@
 //! that is `Const` (no derivative flows into it), for a destination it is refused (its
 //! derivative would be lost: a wrong gradient).
 
-use super::{DeviceAddr, MemoryKind, ShadowMemory};
 use crate::element::Differentiable;
 use crate::error::Error;
+use crate::memory::{DeviceAddr, MemoryKind, ShadowMemory};
 use cudarc::driver::CudaStream;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -112,7 +112,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
         primal: &'a mut B,
         shadow: &'a mut B,
         stream: &'a Arc<CudaStream>,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         Self::make(primal, shadow, Some(stream))
     }
 
@@ -121,7 +121,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
     pub fn new_host<B: ShadowMemory<Elem = T> + ?Sized>(
         primal: &'a mut B,
         shadow: &'a mut B,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         Self::make(primal, shadow, None)
     }
 
@@ -129,7 +129,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
         primal: &'a mut B,
         shadow: &'a mut B,
         stream: Option<&'a Arc<CudaStream>>,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         let (kind, len) = (primal.kind(), primal.len());
         if shadow.kind() != kind || kind == MemoryKind::Array {
             return Err(Error::UnsupportedKinds {
@@ -199,7 +199,7 @@ impl<'a, T: Differentiable> AdPair<'a, T> {
 fn address<'a, B: ShadowMemory + ?Sized>(
     buf: &'a mut B,
     stream: Option<&'a CudaStream>,
-) -> crate::Result<(*mut B::Elem, Option<DeviceAddr<'a>>)> {
+) -> crate::error::Result<(*mut B::Elem, Option<DeviceAddr<'a>>)> {
     if buf.kind() == MemoryKind::Host {
         let ptr = buf
             .host_mut()?
@@ -262,5 +262,9 @@ mod tests_misuse;
 mod tests_ready;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_ready_misuse;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_ready_misuse_boxes;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_ready_misuse_gpu;
 #[cfg(test)]
 mod tests_region;

@@ -114,7 +114,7 @@ macro_rules! bridges {
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym))]
         #[inline(never)]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::memory::autodiff) unsafe extern "C" fn $primal($($a: $ty),*) {
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $primal($($a: $ty),*) {
             // One call, never inlined here: Enzyme prints the primal's IR with its "Massaging"
             // warning, a few lines instead of the bridge's.
             #[inline(never)]
@@ -130,7 +130,7 @@ macro_rules! bridges {
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_aug"))]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::memory::autodiff) unsafe extern "C" fn $aug($($a: $ty, $d: $ty),*) -> *mut c_void {
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $aug($($a: $ty, $d: $ty),*) -> *mut c_void {
             #[inline(never)]
             #[allow(unused_variables, clippy::too_many_arguments)]
         unsafe extern "C" fn body($($a: $ty, $d: $ty),*) -> *mut c_void {
@@ -143,14 +143,14 @@ macro_rules! bridges {
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_rev"))]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::memory::autodiff) unsafe extern "C" fn $rev($($a: $ty, $d: $ty,)* tape: *mut c_void) {
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $rev($($a: $ty, $d: $ty,)* tape: *mut c_void) {
             // SAFETY: as the augmented primal's; the tape is the one it returned.
             unsafe { bridge_rev($label, |$st| $make, $dst, $src, tape) }
         }
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_fwd"))]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::memory::autodiff) unsafe extern "C" fn $fwd($($a: $ty, $d: $ty),*) {
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $fwd($($a: $ty, $d: $ty),*) {
             // SAFETY: as the augmented primal's.
             unsafe { bridge_fwd($label, |$st| $make, $dst, $src) }
         }

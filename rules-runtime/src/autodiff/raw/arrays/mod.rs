@@ -18,7 +18,7 @@ mod bridge;
 mod fill;
 pub(super) mod rules;
 
-pub(in crate::memory::autodiff) use bridge::Entered;
+pub(in crate::autodiff::raw) use bridge::Entered;
 pub use bridge::{array_aug, array_fwd, array_primal, array_rev};
 pub use fill::{array_fill_aug, array_fill_fwd, array_fill_primal, array_fill_rev};
 pub use rules::{RefFill, RefMemset, RefRegion};

@@ -1,14 +1,14 @@
 //! The array bridges of a fill by value: the destination opened, the value with no shadow slot
-//! in reverse mode (as the pointer fill's, `memory/autodiff/fill.rs`), its derivative returned
+//! in reverse mode (as the pointer fill's, `autodiff/raw/fill.rs`), its derivative returned
 //! by the reverse.
 
 use super::RefSide;
 use super::bridge::{Entered, ref_streams};
 use super::rules::RefFill;
 use crate::activity::{Active, Const, Dual, Duplicated};
+use crate::autodiff::raw::bridge::{Streams, finished};
 use crate::autodiff::{AdError, Bridge, record};
 use crate::element::Differentiable;
-use crate::memory::autodiff::bridge::{Streams, finished};
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::rules::{FillRule, RegionTape};
 use std::borrow::BorrowMut;

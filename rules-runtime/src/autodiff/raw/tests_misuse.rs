@@ -2,8 +2,8 @@
 //! an empty box or a zero length past the buffer never reaches the primitive (`Pitched::check`
 //! checks empty boxes), streams are read from primal handles only, a capturing stream is refused,
 //! a bridge waits for its stream when its rule panics, a panic payload is dropped under
-//! `catch_unwind`, `reserve` takes any size and capture mode, and the call fingerprint does not
-//! collide on structured families of calls. Each test asserts the promise; a "Hazard" note says
+//! `catch_unwind`, and `reserve` takes any size and capture mode (the call fingerprint's own test is
+//! `rules/tests_fingerprint.rs`). Each test asserts the promise; a "Hazard" note says
 //! what would happen without the guard (UB under Miri for most). GPU tests: `--ignored misuse_gpu`.
 //!
 //! Host tests go through the generated safe `<name>_ad` functions (the rules below carry
@@ -241,7 +241,7 @@ unsafe fn rv_dtoh_then_panic(
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
     use cudarc::driver::sys;
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let n = 64 << 20; // 256 MiB: tens of milliseconds of device → host copy
     let ctx = s.context().clone();
     // SAFETY: pinned allocation of `n` f32, zeroed by the host below.
@@ -275,12 +275,12 @@ fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
     use cudarc::driver::sys;
-    let s1 = crate::cuda::stream(0).expect("a GPU");
-    let s2 = crate::cuda::stream(0).expect("a GPU");
-    crate::cuda::prepare(s1.context()).unwrap(); // the module load, outside the capture
+    let s1 = crate::driver::stream(0).expect("a GPU");
+    let s2 = crate::driver::stream(0).expect("a GPU");
+    crate::driver::prepare(s1.context()).unwrap(); // the module load, outside the capture
     s1.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
         .unwrap();
-    let r = crate::cuda::reserve(&s2, 4 << 20);
+    let r = crate::ops::reserve::reserve(&s2, 4 << 20);
     let status = s1.capture_status();
     let end = s1.end_capture(sys::CUgraphInstantiate_flags(0));
     assert!(
@@ -297,9 +297,9 @@ fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_of_one_byte() {
     // A context of its own is not possible here (the primary context is shared); run this first
-    // in a fresh process: `--ignored --exact memory::autodiff::tests_misuse::misuse_gpu_reserve_of_one_byte`.
-    let s = crate::cuda::stream(0).expect("a GPU");
-    let r = crate::cuda::reserve(&s, 1);
+    // in a fresh process: `--ignored --exact autodiff::raw::tests_misuse::misuse_gpu_reserve_of_one_byte`.
+    let s = crate::driver::stream(0).expect("a GPU");
+    let r = crate::ops::reserve::reserve(&s, 1);
     assert!(r.is_ok(), "{r:?}");
 }
 
@@ -364,7 +364,7 @@ unsafe fn rv_d2d(
 #[test]
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let (mut a, mut da) = (
         s.alloc_zeros::<f32>(4).unwrap(),
         s.alloc_zeros::<f32>(4).unwrap(),
@@ -375,7 +375,7 @@ fn misuse_gpu_a_swapped_shadow_handle_is_read_through_its_dead_stream() {
     );
     let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
     {
-        let other = Box::new(crate::cuda::stream(0).unwrap());
+        let other = Box::new(crate::driver::stream(0).unwrap());
         let mut pb = AdPair::new(&mut b, &mut db, &other).unwrap();
         core::mem::swap(pa.split().1, pb.split().1);
     } // `pb` and the boxed `Arc` are gone; `pa` holds `pb`'s shadow handle
@@ -408,7 +408,8 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
 #[cfg(not(miri))]
 #[test]
 fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
-    const NAME: &str = "memory::autodiff::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
+    const NAME: &str =
+        "autodiff::raw::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
     if std::env::var_os("REVIEW2_CHILD").is_some() {
         let (mut y, x) = ([0.0f32; 2], [1.0f32; 2]);
         rv_bomb_ad(&mut y, &x, 2);
@@ -425,52 +426,6 @@ fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
     assert!(out.status.success(), "child: {:?}: {tail}", out.status);
 }
 
-/// The word-wise fingerprint (`rules::fingerprint`: one multiply per word, so that a call stays cheap): structured families of realistic
-/// calls (addresses below 2^48, 256-byte aligned) do not collide: dst/src swapped, both moved by
-/// one delta, one moved by +d and the other by −d. A collision needs words that differ in bits
-/// the multiply cannot spread (bit 63 and then bits 63 and 34 of the next word): no address or
-/// length of a real buffer has them.
-#[cfg(not(miri))]
-#[test]
-fn misuse_fingerprint_structured_families_do_not_collide() {
-    use crate::rules::fingerprint as fp;
-    let mut seen = std::collections::HashMap::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let mut collisions = 0;
-    let mut add = |w: [u64; 4], seen: &mut std::collections::HashMap<u64, [u64; 4]>| {
-        if let Some(o) = seen.insert(fp(w), w)
-            && o != w
-        {
-            collisions += 1;
-        }
-    };
-    for _ in 0..200_000 {
-        let a = (next() % (1 << 40)) << 8;
-        let b = (next() % (1 << 40)) << 8;
-        let m = (next() % (1 << 30)) * 4;
-        let d = ((next() % (1 << 20)) + 1) << 8;
-        for w in [
-            [a, a + m, b, b + m],
-            [b, b + m, a, a + m],
-            [a + d, a + d + m, b + d, b + d + m],
-            [a + d, a + d + m, b.wrapping_sub(d), b.wrapping_sub(d) + m],
-        ] {
-            add(w, &mut seen);
-        }
-    }
-    assert_eq!(collisions, 0);
-    // The crafted pair (documentation of the mixing's reach, not a realistic call).
-    let w = [1u64, 2, 3, 4];
-    let v = [1 ^ (1 << 63), 2 ^ (1 << 63) ^ (1 << 34), 3, 4];
-    assert_eq!(fp(w), fp(v));
-}
-
 /// (GPU) A bridge on a stream being captured: the rule's copy is recorded into the graph, then
 /// `finished` synchronizes the capturing stream, which the driver refuses and which invalidates
 /// the capture. Expected by the promises ("bad input: a typed error, nothing changed", as
@@ -479,7 +434,7 @@ fn misuse_fingerprint_structured_families_do_not_collide() {
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_bridge_during_capture_breaks_the_capture() {
     use cudarc::driver::sys;
-    let s = crate::cuda::stream(0).expect("a GPU");
+    let s = crate::driver::stream(0).expect("a GPU");
     let (mut a, mut da) = (
         s.alloc_zeros::<f32>(4).unwrap(),
         s.alloc_zeros::<f32>(4).unwrap(),

@@ -52,8 +52,8 @@ pub struct RefMemset<R>(pub R);
 fn no_source() -> Error {
     Error::UnsupportedKinds {
         op: "a std::autodiff bridge",
-        dst: crate::MemoryKind::Array,
-        src: crate::MemoryKind::Array,
+        dst: crate::memory::MemoryKind::Array,
+        src: crate::memory::MemoryKind::Array,
         why: "the rule's source is missing, or given to a rule that has none",
     }
 }

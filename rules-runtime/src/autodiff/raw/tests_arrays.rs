@@ -137,7 +137,7 @@ fn error_text() -> String {
 /// The GPU's stream. These tests are `#[ignore]`d, so a machine without a GPU reports them as
 /// ignored; run with `--ignored`, a missing GPU is a failure, not a pass (docs/testing.md).
 fn gpu() -> Arc<CudaStream> {
-    crate::cuda::stream(0).expect("a GPU (this test was asked for with --ignored)")
+    crate::driver::stream(0).expect("a GPU (this test was asked for with --ignored)")
 }
 
 fn array(s: &Arc<CudaStream>, w: usize, h: usize, fill: f32) -> CudaArray<f32> {
@@ -326,7 +326,7 @@ fn gpu_array_bridges_array_to_array_memset_and_fill() {
 #[ignore = "needs a GPU"]
 fn gpu_array_bridges_refuse_misuse_and_change_nothing() {
     let s = gpu();
-    let s2 = crate::cuda::stream(0).unwrap();
+    let s2 = crate::driver::stream(0).unwrap();
     let (mut a, mut da) = (array(&s, 4, 2, 1.0), array(&s, 4, 2, 5.0));
     let (mut b, mut db) = (array(&s, 4, 2, 2.0), array(&s, 4, 2, 6.0));
     let (mut c, mut dc) = (array(&s, 4, 2, 3.0), array(&s, 4, 2, 4.0));
@@ -405,7 +405,7 @@ pub fn ta_upload_raw(
     #[src] src: &RawShadow<f32>,
 ) -> Result<()> {
     let (w, h, d) = dst.extent();
-    linear::whole_array(src.len(), (w, h, d)).map_err(crate::Error::primal)?;
+    linear::whole_array(src.len(), (w, h, d)).map_err(crate::error::Error::primal)?;
     linear::linear_to_array(stream, dst, (0, 0, 0), src, (w * 4, h), (w, h, d))
 }
 

@@ -3,8 +3,8 @@
 
 use super::rules::{AdRefRule, DstAct, SrcAct};
 use super::{RefSide, handle_error};
+use crate::autodiff::raw::bridge::{Streams, UnwindWait, finished};
 use crate::autodiff::{AdError, Bridge, record};
-use crate::memory::autodiff::bridge::{Streams, UnwindWait, finished};
 use std::borrow::{Borrow, BorrowMut};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -20,10 +20,10 @@ thread_local! {
 }
 
 /// Marks this thread as inside a bridge until dropped; an error when it already was.
-pub(in crate::memory::autodiff) struct Entered(PhantomData<*const ()>);
+pub(in crate::autodiff::raw) struct Entered(PhantomData<*const ()>);
 
 impl Entered {
-    pub(in crate::memory::autodiff) fn new() -> Result<Self, AdError> {
+    pub(in crate::autodiff::raw) fn new() -> Result<Self, AdError> {
         if IN_BRIDGE.with(|b| b.replace(true)) {
             return Err(AdError::Handle {
                 what: "bridge",

@@ -4,9 +4,8 @@
 //! holder's stream waits for that, never the host.
 
 use super::{Buffer, CurrentContext, Memory, entries, entry, last_use_done};
-use crate::cuda::driver;
+use crate::driver::driver;
 use crate::error::Result;
-use crate::memory::view::{DevMut, DevRef};
 use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use std::sync::Arc;
 
@@ -64,21 +63,18 @@ impl<'s> Lease<'s> {
         })
     }
 
-    /// The first `n` elements of `T` of the buffer, to read on the lease's streams.
-    pub(crate) fn view<T>(&self, n: usize) -> Result<DevRef<'_, T>> {
+    /// The buffer's address, checked to hold at least `n` elements of `T`: page-aligned (pinned)
+    /// or 256-byte aligned (device), device-reachable, exclusively the lease's while it lives
+    /// (what `memory::view` builds a lease's views on).
+    pub(crate) fn room<T>(&self, n: usize) -> Result<u64> {
         let b = self.buffer();
         fits::<T>(b, n)?;
-        // SAFETY: the leased buffer holds at least `n` elements of `T` (checked), page-aligned
-        // (pinned) or 256-byte aligned (device), device-reachable, exclusively ours while leased.
-        Ok(unsafe { DevRef::from_raw(b.ptr, n) })
+        Ok(b.ptr)
     }
 
-    /// As [`Self::view`], writable.
-    pub(crate) fn view_mut<T>(&mut self, n: usize) -> Result<DevMut<'_, T>> {
-        let b = self.buffer();
-        fits::<T>(b, n)?;
-        // SAFETY: as in `view`; `&mut self` makes the view the only one.
-        Ok(unsafe { DevMut::from_raw(b.ptr, n) })
+    /// The context the buffer belongs to.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// The host address of a page-locked buffer holding at least `n` elements of `T`, for a
@@ -87,10 +83,10 @@ impl<'s> Lease<'s> {
         let b = self.buffer();
         fits::<T>(b, n)?;
         if b.memory != Memory::PinnedHost {
-            return Err(crate::Error::UnsupportedKinds {
+            return Err(crate::error::Error::UnsupportedKinds {
                 op: "staging",
-                dst: crate::MemoryKind::Device,
-                src: crate::MemoryKind::Device,
+                dst: crate::address::MemoryKind::Device,
+                src: crate::address::MemoryKind::Device,
                 why: "a pooled device buffer has no host address",
             });
         }
@@ -107,8 +103,8 @@ impl<'s> Lease<'s> {
     }
 }
 
-fn gone() -> crate::Error {
-    crate::Error::LengthMismatch {
+fn gone() -> crate::error::Error {
+    crate::error::Error::LengthMismatch {
         what: "a held buffer already returned".into(),
         expected: 1,
         found: 0,
@@ -119,7 +115,7 @@ fn gone() -> crate::Error {
 fn fits<T>(b: &Buffer, n: usize) -> Result<()> {
     match n.checked_mul(size_of::<T>()) {
         Some(bytes) if bytes <= b.bytes => Ok(()),
-        _ => Err(crate::Error::LengthMismatch {
+        _ => Err(crate::error::Error::LengthMismatch {
             what: "a pooled staging buffer".into(),
             expected: n,
             found: b.bytes / size_of::<T>().max(1),
@@ -285,22 +281,13 @@ impl Held {
         &self.ctx
     }
 
-    /// The first `n` elements of `T` of the buffer, to read on a stream ordered after its last
-    /// use ([`Self::wait`]).
-    pub(crate) fn view<T>(&self, n: usize) -> Result<DevRef<'_, T>> {
+    /// The buffer's address, checked to hold at least `n` elements of `T`: 256-byte aligned
+    /// device memory, exclusively the holder's (what `memory::view` builds its views on); to use
+    /// on a stream ordered after its last use ([`Self::wait`]).
+    pub(crate) fn room<T>(&self, n: usize) -> Result<u64> {
         let b = self.buf.as_ref().ok_or_else(gone)?;
         fits::<T>(b, n)?;
-        // SAFETY: the held buffer holds at least `n` elements of `T` (checked), 256-byte aligned
-        // device memory, exclusively ours while held.
-        Ok(unsafe { DevRef::from_raw(b.ptr, n) })
-    }
-
-    /// As [`Self::view`], writable.
-    pub(crate) fn view_mut<T>(&mut self, n: usize) -> Result<DevMut<'_, T>> {
-        let b = self.buf.as_ref().ok_or_else(gone)?;
-        fits::<T>(b, n)?;
-        // SAFETY: as in `view`; `&mut self` makes the view the only one.
-        Ok(unsafe { DevMut::from_raw(b.ptr, n) })
+        Ok(b.ptr)
     }
 
     /// Orders `stream` after the buffer's last recorded use.
@@ -372,69 +359,5 @@ pub(super) unsafe fn free(b: Buffer) {
             Memory::Device => result::free_sync(b.ptr),
             Memory::PinnedHost => result::free_host(b.ptr as *mut core::ffi::c_void),
         };
-    }
-}
-
-/// Pooled device memory of `n` elements of `T` under a [`Lease`], seen as a shadow (device memory
-/// of the lease's context): a box staged out of a CUDA array, on which the region operations run
-/// as on any buffer.
-pub(crate) struct Staged<'s, T> {
-    lease: Lease<'s>,
-    n: usize,
-    _elem: core::marker::PhantomData<T>,
-}
-
-impl<'s, T: crate::element::Differentiable> Staged<'s, T> {
-    /// `n` elements of pooled device memory on `stream`'s context, for work on `stream`.
-    pub(crate) fn new(n: usize, stream: &'s CudaStream) -> Result<Self> {
-        let bytes = n
-            .checked_mul(size_of::<T>())
-            .ok_or(crate::Error::RangeOverflow {
-                what: "a staged box",
-                offset: 0,
-                len: n,
-            })?;
-        Ok(Staged {
-            lease: Lease::new(Memory::Device, bytes, stream, stream)?,
-            n,
-            _elem: core::marker::PhantomData,
-        })
-    }
-}
-
-// SAFETY: the lease holds at least `n` elements of `T` (made so by `Staged::new`) of device memory
-// of the lease's context, 256-byte aligned, exclusively ours until the lease drops; its previous
-// use is ordered before the stream's work by the lease; no host view is handed out.
-unsafe impl<T: crate::element::Differentiable> crate::ShadowRead for Staged<'_, T> {
-    type Elem = T;
-    fn kind(&self) -> crate::MemoryKind {
-        crate::MemoryKind::Device
-    }
-    fn len(&self) -> usize {
-        self.n
-    }
-    fn region(&self) -> crate::memory::Region {
-        crate::memory::Region::of::<T>(self.lease.ptr(), self.n)
-    }
-    fn context(&self) -> Option<&Arc<CudaContext>> {
-        Some(&self.lease.ctx)
-    }
-    fn host(&self) -> Result<Option<&[T]>> {
-        Ok(None)
-    }
-    fn device<'a>(&'a self, _: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
-        // SAFETY: see the impl.
-        Some(unsafe { crate::memory::DeviceAddr::new(self.lease.ptr()) })
-    }
-}
-
-// SAFETY: as above; `&mut self` makes the writer the only user.
-unsafe impl<T: crate::element::Differentiable> crate::ShadowMemory for Staged<'_, T> {
-    fn host_mut(&mut self) -> Result<Option<&mut [T]>> {
-        Ok(None)
-    }
-    fn device_mut<'a>(&'a mut self, _: &'a CudaStream) -> Option<crate::memory::DeviceAddr<'a>> {
-        // SAFETY: see the impl of `ShadowRead`.
-        Some(unsafe { crate::memory::DeviceAddr::new(self.lease.ptr()) })
     }
 }

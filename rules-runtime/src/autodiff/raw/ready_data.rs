@@ -186,7 +186,7 @@ macro_rules! data_bridges {
     ($sym:expr, $label:literal, fn $primal:ident ($($a:ident : $ty:ty),*), $dst:expr, $src:expr) => {
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym))]
         #[inline(never)]
-        pub(in crate::memory::autodiff) unsafe extern "C" fn $primal($($a: $ty),*) {
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $primal($($a: $ty),*) {
             // One call, never inlined here, as every bridged primal.
             #[inline(never)]
             unsafe extern "C" fn body($($a: $ty),*) {

@@ -88,7 +88,7 @@ impl<'s> Streams<'s> {
     /// call is refused before anything is enqueued, as every host route is.
     pub(super) fn checked(found: Option<&'s Arc<CudaStream>>) -> Result<Self, AdError> {
         if let Some(s) = found
-            && crate::ops::capturing(s).map_err(AdError::Rule)?
+            && crate::driver::capturing(s).map_err(AdError::Rule)?
         {
             return Err(AdError::Rule(Error::Capturing {
                 op: "a std::autodiff bridge (it waits for its stream)",
