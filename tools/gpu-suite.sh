@@ -4,6 +4,10 @@
 # line per step is printed.
 #
 #   tools/gpu-suite.sh tests        # every test binary with --include-ignored, the no-device run, the example
+#
+# Test binaries run as `cargo test` runs them, with libtest's default thread count: the suites
+# hold that (captures in thread-local mode, a global one in a process of its own; files whose
+# tests must not overlap take a lock of their own).
 #   tools/gpu-suite.sh sanitize     # compute-sanitizer memcheck, racecheck and synccheck over the GPU suites
 #   tools/gpu-suite.sh bench        # bench-shadow_ops, bench-regions and bench-host_paths
 set -u
@@ -40,7 +44,7 @@ tests)
 sanitize)
   for tool in memcheck racecheck synccheck; do
     step "$tool-gpu" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu" --include-ignored --skip 2_pow_31 --skip adjoint_checks
-    step "$tool-gpu_soundness" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu_soundness" --include-ignored --skip thousand --test-threads=1
+    step "$tool-gpu_soundness" 300 compute-sanitizer --tool "$tool" "$bin/test-gpu_soundness" --include-ignored --skip thousand
     step "$tool-multi_gpu" 300 compute-sanitizer --tool "$tool" --report-api-errors no "$bin/test-multi_gpu" --include-ignored "${skip_multi[@]}" --skip adjoint --skip nccl_scratch
     for t in "$bin"/test-gpu_region* "$bin"/test-gpu_array* "$bin"/test-gpu_graphs "$bin"/test-gpu_host_paths; do
       [ -e "$t" ] || continue
