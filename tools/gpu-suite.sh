@@ -5,6 +5,10 @@
 #
 #   tools/gpu-suite.sh tests        # every test binary with --include-ignored, the no-device run, the example
 #
+#   GPU_SUITE_DRY=1 tools/gpu-suite.sh tests   # no GPU: prints each step's command, and fails if
+#                                               # a binary it names is not in .gpu-bin/ (CI)
+# GPU_BINS_OUT names another folder than .gpu-bin/, as for tools/gpu-bins.sh.
+#
 # Test binaries run as `cargo test` runs them, with libtest's default thread count: the suites
 # hold that (captures in thread-local mode, a global one in a process of its own; files whose
 # tests must not overlap take a lock of their own).
@@ -12,8 +16,10 @@
 #   tools/gpu-suite.sh bench        # bench-shadow_ops, bench-regions and bench-host_paths
 set -u
 out=${OUT:-gpu-logs}
-mkdir -p "$out"
-bin=.gpu-bin
+bin=${GPU_BINS_OUT:-.gpu-bin}
+dry=${GPU_SUITE_DRY:-0}
+[ "$dry" = 1 ] || mkdir -p "$out"
+missing=0
 # NCCL from the image's pip wheel: cudarc looks for libnccl.so, the wheel ships libnccl.so.2.
 nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])" 2>/dev/null)
 if [ -n "$nccl" ]; then
@@ -22,6 +28,17 @@ if [ -n "$nccl" ]; then
 fi
 step() { # name, timeout, command...
   local name=$1 limit=$2; shift 2
+  if [ "$dry" = 1 ]; then
+    local a
+    for a in "$@"; do
+      if [[ $a == "$bin"/* ]] && [ ! -x "$a" ]; then
+        echo "MISSING $a (step $name)"
+        missing=1
+      fi
+    done
+    printf '%-34s would run: %s\n' "$name" "$*"
+    return
+  fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
@@ -58,3 +75,7 @@ bench)
   step bench-host_paths 150 "$bin/bench-host_paths"
   ;;
 esac
+if [ "$dry" = 1 ] && [ "$missing" = 1 ]; then
+  echo "gpu-suite: binaries missing from $bin (tools/gpu-bins.sh builds them)"
+  exit 1
+fi
