@@ -23,6 +23,8 @@
 #     which runs the macro's expansion function outside rustc (timed: the macro's own work) and
 #     writes crate `expanded`: the annotated crate's code after expansion, no macro. So
 #     annotated - expanded ~ expansion inside rustc, expanded - plain ~ compiling what it generates.
+#     Outside rustc the macro cannot ask the compiler for the source file around a rule
+#     (rules-macro/src/place.rs answers "unsure" there), so that reading is only in annotated.
 #     ABLATE=1 adds edited copies of `expanded` (gen.py --ablate): x-nodocs, x-forward, x-bounds,
 #     x-fnitem, x-min (ABLATIONS="..." to time only some; all are generated).
 #  4. Builds with a target dir of its own ($BUILD_COST_DIR/target, not the workspace's) and warms
