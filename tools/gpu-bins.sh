@@ -6,7 +6,9 @@
 # (not --all-features: the CUDA version features of rules-runtime are exclusive, one per build)
 #
 # Names: test-<target>, bench-<target>, example-<target> (e.g. .gpu-bin/test-gpu,
-# .gpu-bin/bench-shadow_ops, .gpu-bin/example-round_trip). Then, on the GPU machine:
+# .gpu-bin/bench-shadow_ops, .gpu-bin/example-round_trip), and by default also
+# test-autodiff-rules_runtime (the runtime's unit tests with its `autodiff` feature: the
+# std::autodiff bridges' tests). Then, on the GPU machine:
 #   tools/gpu-suite.sh tests | sanitize | bench
 # or a single binary, e.g. `.gpu-bin/test-gpu --include-ignored`.
 #
@@ -38,6 +40,12 @@ for line in sys.stdin:
 ' "$1" "$out" "${GPU_BINS_SKIP-(^|[-_/])ui($|[-_])}"
 }
 echo "tests:";    cargo test  "${args[@]}" --no-run --message-format=json-render-diagnostics | collect test
+if [ $# -eq 0 ]; then
+  # The runtime's unit tests with the std::autodiff bridges (their GPU tests among them), which
+  # only its `autodiff` feature compiles: test-autodiff-rules_runtime.
+  cargo test -p rules-runtime --features testing,autodiff --lib --no-run \
+    --message-format=json-render-diagnostics | collect test-autodiff
+fi
 echo "benches:";  cargo bench "${args[@]}" --no-run --message-format=json-render-diagnostics | collect bench || true
 echo "examples:"; cargo build "${args[@]}" --release --examples --message-format=json-render-diagnostics | collect example || true
 # Symbols are not needed there, and the copy has a size limit (64 MiB with the tree).

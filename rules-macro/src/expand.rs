@@ -312,8 +312,7 @@ impl<'a> Generator<'a> {
                 use #krate as #p;
                 #unsafety impl #generics #trait_ref for #self_ty #where_clause {
                     #plan
-                    #[inline]
-                    fn __names(&self) -> #p::RuleNames { #names }
+                    const __NAMES: #p::RuleNames = #names;
                     #[inline]
                     #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
                         #bind

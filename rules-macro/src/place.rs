@@ -10,6 +10,14 @@
 //! keeps the compiler's own errors.
 
 use proc_macro2::Span;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The last file read and its reading: the rules of a file are expanded one after another, and
+/// reading the file anew for each would make a file of `n` rules cost `n²` (the reading runs in
+/// the proc macro, which cargo builds without optimisation). Kept only while the file's text is
+/// the same: each call reads the file and compares.
+static LAST: Mutex<Option<(PathBuf, String, Blocks)>> = Mutex::new(None);
 
 /// The block the function whose name is at `span` is written in, when it is an `impl` or a
 /// `trait` (where the rule item cannot be declared); `None` otherwise, or when unsure.
@@ -18,9 +26,17 @@ pub fn enclosing_item(span: Span) -> Option<Block> {
         return None; // unit tests: no compiler to ask
     }
     let span = span.unwrap();
-    let source = std::fs::read_to_string(span.local_file()?).ok()?;
+    let path = span.local_file()?;
+    let source = std::fs::read_to_string(&path).ok()?;
     let line = span.line();
-    let text = source.lines().nth(line.checked_sub(1)?)?;
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if !matches!(&*last, Some((p, text, _)) if *p == path && *text == source) {
+        let blocks = Blocks::read(&source);
+        *last = Some((path, source, blocks));
+    }
+    let (_, source, blocks) = last.as_ref()?;
+    let start = *blocks.line_starts.get(line.checked_sub(1)?)?;
+    let text = source[start..].lines().next()?;
     let name = span.source_text()?;
     let column = span.column().checked_sub(1)?;
     if !written_as_fn(text, column, &name) {
@@ -28,19 +44,8 @@ pub fn enclosing_item(span: Span) -> Option<Block> {
     }
     // Up to the name itself, so that `impl S { #[derivative_rule(copy)] fn f(..) {..} }` on
     // one line is read too.
-    let offset = line_start(&source, line)? + text.char_indices().nth(column)?.0;
-    innermost_block_at(&source, offset).filter(|b| *b != Block::Other)
-}
-
-/// The byte offset of line `line` (1-based) of `source`.
-fn line_start(source: &str, line: usize) -> Option<usize> {
-    if line == 1 {
-        return Some(0);
-    }
-    source
-        .match_indices('\n')
-        .nth(line.checked_sub(2)?)
-        .map(|(i, _)| i + 1)
+    let offset = start + text.char_indices().nth(column)?.0;
+    blocks.at(offset).filter(|b| *b != Block::Other)
 }
 
 /// Whether `text` (a line) holds `name` at character `column`, written as a function's name:
@@ -84,14 +89,17 @@ pub enum Block {
 /// read to that line.
 #[cfg(test)]
 pub fn innermost_block(source: &str, line: usize) -> Option<Block> {
-    innermost_block_at(source, line_start(source, line)?)
+    let blocks = Blocks::read(source);
+    blocks.at(*blocks.line_starts.get(line.checked_sub(1)?)?)
 }
 
-/// The innermost block open at byte `offset` of `source`, as [`innermost_block`].
+/// The innermost block open at byte `offset`, read from the start of `source` up to it: what
+/// [`Blocks::at`] answers from one reading of the whole file (the tests hold them to the same
+/// answer at every offset).
+#[cfg(test)]
 pub fn innermost_block_at(source: &str, offset: usize) -> Option<Block> {
     let bytes = source.as_bytes();
     let mut stack: Vec<Block> = Vec::new();
-    // The text of the current item's header since the last `;`, `{` or `}`.
     let mut header = String::new();
     let mut current_line = 1;
     let mut i = 0;
@@ -140,6 +148,104 @@ pub fn innermost_block_at(source: &str, offset: usize) -> Option<Block> {
         }
     }
     None
+}
+
+/// A source file read once for the blocks its braces open, so that the block open at any byte
+/// is then a binary search.
+pub struct Blocks {
+    /// Each `{` or `}` read as code (not in a comment, string or character literal), in order:
+    /// its byte offset and the innermost block open after it (`None`: top level).
+    braces: Vec<(usize, Option<Block>)>,
+    /// The last offset the reading reached as code before the text ended or could no longer be
+    /// read (an unclosed string, a `}` closing nothing); past it nothing is concluded.
+    readable_to: Option<usize>,
+    /// The byte offset of each line's start (line 1 first).
+    line_starts: Vec<usize>,
+}
+
+impl Blocks {
+    /// Reads `source` once, past comments, strings and character literals.
+    pub fn read(source: &str) -> Blocks {
+        let bytes = source.as_bytes();
+        let mut line_starts = vec![0];
+        line_starts.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|&(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        let mut blocks = Blocks {
+            braces: Vec::new(),
+            readable_to: None,
+            line_starts,
+        };
+        let mut stack: Vec<Block> = Vec::new();
+        // The text of the current item's header since the last `;`, `{` or `}`.
+        let mut header = String::new();
+        let mut current_line = 1;
+        let mut i = 0;
+        while i < bytes.len() {
+            blocks.readable_to = Some(i);
+            let next = match bytes[i] {
+                b'\n' => {
+                    current_line += 1;
+                    header.push(' ');
+                    Some(i + 1)
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    let mut j = i;
+                    while j < bytes.len() && bytes[j] != b'\n' {
+                        j += 1;
+                    }
+                    Some(j)
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    Some(skip_block_comment(bytes, i, &mut current_line))
+                }
+                b'"' => skip_string(bytes, i + 1, None, &mut current_line),
+                b'r' if raw_string_start(bytes, i).is_some() => raw_string_start(bytes, i)
+                    .and_then(|(hashes, start)| {
+                        skip_string(bytes, start, Some(hashes), &mut current_line)
+                    }),
+                b'\'' => Some(skip_char_or_lifetime(source, i)),
+                b'{' => {
+                    stack.push(block_of(&header));
+                    header.clear();
+                    blocks.braces.push((i, stack.last().copied()));
+                    Some(i + 1)
+                }
+                b'}' => stack.pop().map(|_| {
+                    header.clear();
+                    blocks.braces.push((i, stack.last().copied()));
+                    i + 1
+                }),
+                b';' => {
+                    header.clear();
+                    Some(i + 1)
+                }
+                c => {
+                    header.push(c as char);
+                    Some(i + 1)
+                }
+            };
+            match next {
+                Some(n) => i = n,
+                None => break, // unreadable from `i` on
+            }
+        }
+        blocks
+    }
+
+    /// The innermost block open at byte `offset`: that after the last brace before it. `None`
+    /// at top level, or past where the text could be read.
+    pub fn at(&self, offset: usize) -> Option<Block> {
+        if offset > self.readable_to? {
+            return None;
+        }
+        let before = self.braces.partition_point(|&(at, _)| at < offset);
+        self.braces[..before].last().and_then(|&(_, block)| block)
+    }
 }
 
 /// The index after a (nested) block comment starting at `i`.

@@ -38,19 +38,26 @@ pub mod readme {
 /// The Rust snippets of the repository's pages, compiled (and, where they need no GPU, run) by
 /// `cargo test --doc -p rules-tests`. A snippet that needs a GPU is `no_run`; those of
 /// docs/autodiff.md need nightly's `std::autodiff` and are `ignore` (`tools/autodiff.sh` builds
-/// `examples/autodiff/`, where they come from).
+/// `examples/autodiff/`, where they come from). `tests/pages.rs` fails when a page with a Rust
+/// snippet is missing here.
 #[cfg(doctest)]
 mod pages {
     #[doc = include_str!("../../README.md")]
     struct Readme;
     #[doc = include_str!("../../rules-runtime/README.md")]
     struct RuntimeReadme;
+    #[doc = include_str!("../../rules-macro/README.md")]
+    struct MacroReadme;
     #[doc = include_str!("../../docs/arrays.md")]
     struct Arrays;
     #[doc = include_str!("../../docs/multi-gpu.md")]
     struct MultiGpu;
     #[doc = include_str!("../../docs/autodiff.md")]
     struct Autodiff;
+    #[doc = include_str!("../../docs/testing.md")]
+    struct Testing;
+    #[doc = include_str!("../../docs/build-cost.md")]
+    struct BuildCost;
 }
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, DriverError};

@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The tests of this file run one at a time: they keep streams busy, capture graphs in the
-/// global mode and time calls, which other work on the device would disturb.
+/// The tests of this file run one at a time: they keep streams busy and time calls, which other
+/// work on the device would disturb.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -53,7 +53,10 @@ fn capture_stream() -> Arc<CudaStream> {
     ctx.new_stream().expect("a new stream")
 }
 
-const CAPTURE: sys::CUstreamCaptureMode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+/// Thread-local: the capture restricts this thread only (a global one would refuse other threads'
+/// allocations and synchronous calls).
+const CAPTURE: sys::CUstreamCaptureMode =
+    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
 
 // ---- the gate: a stream kept busy by the host, for a bounded time --------------------------------
 

@@ -13,6 +13,8 @@ OUT_DIR/expanded (only a header, for run.sh's expansion step). Forms are the one
 cycled i % 4:
 
   0  host slice rules: [T], Vec<T>, [T; 4], Vec <- slice, fallible, pass-through arguments
+     (#[inert]: a counter and a chunk size that changes neither which elements are written nor
+     their values)
   1  cudarc buffers with a stream parameter (found by type, or marked #[stream]); the view-to-view
      copy takes a CudaViewMut source (a read-only CudaView source is refused where the rule is defined)
   2  unsafe raw device pointers, dst = device, src = device, #[dst_offset]/#[src_offset]/#[len]
@@ -72,7 +74,7 @@ def family0(i, k, a):
         )
     return rule(
         "copy",
-        f"pub fn {name}(calls: &Cell<usize>, @dst dst: &mut [{t}], @src src: &[{t}], chunk: usize)",
+        f"pub fn {name}(@inert calls: &Cell<usize>, @dst dst: &mut [{t}], @src src: &[{t}], @inert chunk: usize)",
         "    calls.set(calls.get() + 1);\n"
         "    for (d, s) in dst.chunks_mut(chunk.max(1)).zip(src.chunks(chunk.max(1))) {\n"
         "        d.copy_from_slice(s);\n    }",

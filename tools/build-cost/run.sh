@@ -2,6 +2,7 @@
 # Compile-time cost of #[derivative_rule]: N annotated copy functions against the same N plain ones.
 #
 #   tools/build-cost/run.sh            # N=200 functions, REPS=5, release build included
+#   tools/build-cost/run.sh --quick    # N=8, REPS=1, check and debug: that the tool works (CI)
 #   N=40 REPS=3 RELEASE=0 tools/build-cost/run.sh
 #   FAMILIES=2 MODES="check debug" tools/build-cost/run.sh     # only one family of rules (gen.py)
 #   MACRO_OPT=3 MODES="check debug" tools/build-cost/run.sh    # proc macros built with opt-level 3
@@ -22,6 +23,8 @@
 #     which runs the macro's expansion function outside rustc (timed: the macro's own work) and
 #     writes crate `expanded`: the annotated crate's code after expansion, no macro. So
 #     annotated - expanded ~ expansion inside rustc, expanded - plain ~ compiling what it generates.
+#     Outside rustc the macro cannot ask the compiler for the source file around a rule
+#     (rules-macro/src/place.rs answers "unsure" there), so that reading is only in annotated.
 #     ABLATE=1 adds edited copies of `expanded` (gen.py --ablate): x-nodocs, x-forward, x-bounds,
 #     x-fnitem, x-min (ABLATIONS="..." to time only some; all are generated).
 #  4. Builds with a target dir of its own ($BUILD_COST_DIR/target, not the workspace's) and warms
@@ -30,6 +33,8 @@
 #  5. Per mode, REPS repetitions; each rep touches src/lib.rs of every crate and rebuilds it, the
 #     crates taking turns going first. Timed: the crate's own rustc process (RUSTC_WRAPPER
 #     rustc-timer.sh; the primary figure) and the whole cargo command (secondary).
+#     rustc-timer.sh also logs the CPU time of that rustc process (user + system, every thread),
+#     steadier than its wall time when other builds share the machine (the summary gives both).
 #     Modes (MODES="check debug ..." to choose):
 #            check     `cargo check --lib`,            CARGO_INCREMENTAL=0 (front end only)
 #            debug     `cargo build --lib`,            CARGO_INCREMENTAL=0 (full debug build)
@@ -44,6 +49,15 @@
 # bash, git, python3, cargo; no network once the workspace's dependencies are in cargo's cache.
 # Adds no Rust dependency and nothing to the workspace. First run: a few minutes (dependencies).
 set -euo pipefail
+if [ "${1:-}" = --quick ]; then
+    # Two rules of each family, once, in the front end and a debug build: the harness, the
+    # generated crates and the summary all run, in about two minutes with the dependencies.
+    : "${N:=8}" "${REPS:=1}" "${MODES:=check debug}" "${RELEASE:=0}"
+    export MODES
+elif [ $# -gt 0 ]; then
+    echo "usage: [N=.. REPS=.. MODES=.. ...] $0 [--quick]   (see the header)" >&2
+    exit 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 N=${N:-200}
@@ -104,6 +118,9 @@ if [ "$EXPAND" = 1 ]; then
     cp "$here/expand_rules.rs" "$h/src/"
     {
         echo '#![allow(warnings)]'
+        # The macro's sources call proc_macro (place.rs asks whether a compiler is there, and
+        # outside one it is not): a crate that is no proc macro names the sysroot crate itself.
+        echo 'extern crate proc_macro;'
         for f in "$ws"/rules-macro/src/*.rs; do
             m=$(basename "$f" .rs)
             [ "$m" = lib ] || [ "$m" = tests ] || [ "$m" = expand_rules ] || echo "mod $m;"
@@ -149,9 +166,10 @@ build() {
     (cd "$crates/$c" && BUILD_COST_LOG=$tmp CARGO_INCREMENTAL=$incr cargo "${args[@]}" -q)
     t1=$(now_ms)
     if [ -n "$rep" ]; then
-        local r
+        local r cpu
         r=$(awk '{s += $2} END {print s + 0}' "$tmp")
-        echo "$mode $c $rep $r $((t1 - t0))" >>"$log"
+        cpu=$(awk '{s += $3} END {print s + 0}' "$tmp")
+        echo "$mode $c $rep $r $((t1 - t0)) $cpu" >>"$log"
     fi
 }
 
@@ -171,7 +189,7 @@ for mode in "${modes[@]}"; do
         order=()
         for j in $(seq 0 $((k - 1))); do order+=("${crate_list[$(((j + rep) % k))]}"); done
         for c in "${order[@]}"; do build "$mode" "$c" "$rep"; done
-        echo "   $mode rep $rep/$REPS: $(tail -n"$k" "$log" | awk '{printf "%s %d ms  ", $2, $4}')" >&2
+        echo "   $mode rep $rep/$REPS: $(tail -n"$k" "$log" | awk '{printf "%s %d ms (cpu %d)  ", $2, $4, $6}')" >&2
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -201,13 +219,15 @@ what = {"check": "`cargo check --lib`, CARGO_INCREMENTAL=0",
 ver = subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.strip()
 print(f"N = {n} functions ({config}), {reps} repetitions per mode; runtime: {source}; {ver}; "
       f"{os.cpu_count()} cores; load average before {lb}, after {la}.\n")
-print("Seconds, medians. *rustc*: the crate's own rustc process (primary); *cargo*: the whole "
+print("Seconds, medians. *rustc*: the wall time of the crate's own rustc process (primary); "
+      "*cpu*: its CPU time, user and system (steadier on a shared machine); *cargo*: the whole "
       "cargo command.\n")
 extra = crates[2:]
 print("| mode | plain rustc | annotated rustc | **annotated / plain** |"
       + "".join(f" {c} rustc | {c} / plain |" for c in extra)
+      + " plain cpu | annotated cpu | **cpu ratio** |" + "".join(f" {c} cpu / plain |" for c in extra)
       + " plain cargo | annotated cargo | ratio |")
-print("|---|---|---|---|" + "---|---|" * len(extra) + "---|---|---|")
+print("|---|---|---|---|" + "---|---|" * len(extra) + "---|---|---|" + "---|" * len(extra) + "---|---|---|")
 raw = []
 for m in modes:
     (pr, pv), (ar, av) = med(m, "plain", 3), med(m, "annotated", 3)
@@ -216,10 +236,15 @@ for m in modes:
     for c in extra:
         er = med(m, c, 3)[0]
         line += f" {er:.2f} | {er / pr:.2f}× |"
+    (pu, _), (au, _) = med(m, "plain", 5), med(m, "annotated", 5)
+    line += f" {pu:.2f} | {au:.2f} | **{au / pu:.2f}×** |"
+    for c in extra:
+        line += f" {med(m, c, 5)[0] / pu:.2f}× |"
     line += f" {pc:.2f} | {ac:.2f} | {ac / pc:.2f}× |"
     print(line)
     raw.append(f"- {m}: " + "; ".join(f"{c} {med(m, c, 3)[1]}" for c in crates))
-print("\nAll repetitions (ms, rustc):\n")
+    raw.append(f"- {m}, cpu: " + "; ".join(f"{c} {med(m, c, 5)[1]}" for c in crates))
+print("\nAll repetitions (ms, rustc wall, then cpu):\n")
 print("\n".join(raw))
 if expand:
     k, us, tin, tout = map(int, expand.split())

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # RUSTC_WRAPPER used by run.sh: runs `rustc ARGS...` unchanged and, when the crate is one of the
-# generated build_cost_* crates, appends "CRATE SECONDS" (wall time of that rustc process alone,
-# no cargo overhead, no dependencies) to $BUILD_COST_LOG.
+# generated build_cost_* crates, appends "CRATE WALL_MS CPU_MS" to $BUILD_COST_LOG: the wall time
+# of that rustc process alone (no cargo overhead, no dependencies) and the CPU time it used, user
+# and system, all its threads (steadier than the wall time on a machine other builds share).
 rustc=$1
 shift
 case " $* " in
@@ -19,6 +20,14 @@ rc=0
 "$rustc" "$@" || rc=$?
 t1=$(date +%s%N)
 if [ -n "${BUILD_COST_LOG:-}" ]; then
-    echo "$crate $(((t1 - t0) / 1000000))" >>"$BUILD_COST_LOG"
+    # `times`' second line: the user and system time of this shell's children (rustc only). Run
+    # in this shell, not a subshell of $(...), whose children are others.
+    times >"$BUILD_COST_LOG.times.$$"
+    cpu=$(sed -n 2p "$BUILD_COST_LOG.times.$$" | awk '{
+        ms = 0
+        for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); ms += p[1] * 60000 + p[2] * 1000 }
+        printf "%d", ms }')
+    rm -f "$BUILD_COST_LOG.times.$$"
+    echo "$crate $(((t1 - t0) / 1000000)) $cpu" >>"$BUILD_COST_LOG"
 fi
 exit "$rc"

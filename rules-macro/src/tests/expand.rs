@@ -243,7 +243,7 @@ fn every_rule_names_its_primitive_and_parameters_for_the_checked_mode() {
         "fn upload(#[dst] out: &mut [f32], #[src] input: &[f32]) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    let names = "__p :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
+    let names = "const __NAMES : __p :: RuleNames = __p :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
     assert!(out.contains(names), "{out}");
     let out = expand("fill", "fn put(#[dst] buf: &mut [f32], #[value] v: f32) {}");
     assert!(out.contains("dst : \"buf\" , src : \"v\""), "{out}");

@@ -2,7 +2,7 @@
 //! is found past comments, strings, character literals and attributes, and nothing else is
 //! taken for one (each case below once misled an earlier reading, or nearly).
 
-use crate::place::{Block, innermost_block, written_as_fn};
+use crate::place::{Block, Blocks, innermost_block, innermost_block_at, written_as_fn};
 
 /// The block open at the line holding `marker`.
 fn at(source: &str, marker: &str) -> Option<Block> {
@@ -77,4 +77,51 @@ fn only_a_name_written_as_a_function_is_placed() {
     assert!(!written_as_fn("    let copy = 1;", 8, "copy"));
     assert!(!written_as_fn("    pub fn copy(", 3, "copy"));
     assert!(!written_as_fn("    defn copy(", 9, "copy"));
+}
+
+/// The file read once ([`Blocks`], what the macro uses) answers as the reading up to each offset
+/// does, around every byte that can change the reading in real sources (this crate's own, with their strings, raw strings,
+/// comments, lifetimes, impls and traits), and at every offset of small sources cut short at
+/// every length (unclosed strings and comments, braces left open, a brace closing nothing).
+#[test]
+fn the_file_read_once_answers_as_the_reading_up_to_each_offset() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+    let mut sources: Vec<String> = ["place.rs", "tests/place.rs", "text.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).expect("a source of this crate"))
+        .collect();
+    let small = [
+        "struct S;\n#[allow(dead_code)]\npub(crate) unsafe impl<T: Copy> S<T> where T: for<'a> Fn(&'a u8) {\n  // {\n  fn f() {}\n}\n",
+        "impl S { fn f(&self) -> &'static str { \"{\" } }\ntrait T { fn g(); }\n",
+        "const HELP: &str = \"a \\\n  b\";\nimpl Tool {\n  fn f() { let r = r#\"}\"#; let c = '}'; }\n}\n",
+        "} impl X { /* { /* } */ */ }",
+    ];
+    for s in small {
+        for end in 0..=s.len() {
+            sources.push(s[..end].to_string());
+        }
+    }
+    let mut checked = 0;
+    for source in &sources {
+        let blocks = Blocks::read(source);
+        // Every offset of a small source; in a large one, those where the reading can change
+        // (at and after each delimiter, quote, slash and line end), and every seventh.
+        let bytes = source.as_bytes();
+        let offsets = (0..=source.len() + 1).filter(|&k| {
+            source.len() < 1000
+                || k % 7 == 0
+                || [k, k.saturating_sub(1)]
+                    .iter()
+                    .any(|&j| bytes.get(j).is_some_and(|b| b"{}\"'/*\n;r#".contains(b)))
+        });
+        for offset in offsets {
+            assert_eq!(
+                blocks.at(offset),
+                innermost_block_at(source, offset),
+                "offset {offset} of:\n{source}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20_000, "{checked}");
 }

@@ -17,7 +17,8 @@ use cudarc::driver::CudaStream;
 pub(crate) const ENABLED: bool = cfg!(feature = "checked");
 
 /// The names a rule's errors use: its primitive's and its parameters'. The attribute generates
-/// them (`__names` of every rule trait); the runtime does not know parameter names otherwise.
+/// them (`__NAMES` of every rule trait, read through `__names`); the runtime does not know
+/// parameter names otherwise.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuleNames {

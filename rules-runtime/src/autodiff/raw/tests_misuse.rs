@@ -270,23 +270,52 @@ fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
 /// `cuda::reserve` refuses its own stream while it is captured, but not a capture in global mode
 /// on another stream of the thread: its page-locked allocations (`cuMemHostAlloc`, on a fresh
 /// context) are then "unsafe" calls during a global capture, which the driver refuses and which
-/// invalidate that capture. Run in a fresh process (`--exact`), so that the pool allocates.
+/// invalidate that capture. A global capture also makes the driver refuse every other thread's
+/// allocations while it lasts (the other tests of this binary, creating arrays and buffers), so
+/// the capture runs in a process of its own: this test starts the binary again on itself, where
+/// the pool is fresh and allocates.
 #[test]
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
-    use cudarc::driver::sys;
-    let s1 = crate::driver::stream(0).expect("a GPU");
-    let s2 = crate::driver::stream(0).expect("a GPU");
-    crate::driver::prepare(s1.context()).unwrap(); // the module load, outside the capture
-    s1.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let r = crate::ops::reserve::reserve(&s2, 4 << 20);
-    let status = s1.capture_status();
-    let end = s1.end_capture(sys::CUgraphInstantiate_flags(0));
+    const CHILD: &str = "RULES_RUNTIME_GLOBAL_CAPTURE_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        use cudarc::driver::sys;
+        let s1 = crate::driver::stream(0).expect("a GPU");
+        let s2 = crate::driver::stream(0).expect("a GPU");
+        crate::driver::prepare(s1.context()).unwrap(); // the module load, outside the capture
+        s1.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+            .unwrap();
+        let r = crate::ops::reserve::reserve(&s2, 4 << 20);
+        let status = s1.capture_status();
+        let end = s1.end_capture(sys::CUgraphInstantiate_flags(0));
+        assert!(
+            r.is_ok() && end.is_ok(),
+            "reserve on s2: {r:?}; s1's capture status after it: {status:?}; end_capture: {:?}",
+            end.map(|g| g.is_some())
+        );
+        return;
+    }
+    // The test's own name, as libtest filters it: the module path without the crate's name.
+    let path = module_path!();
+    let name = format!(
+        "{}::misuse_gpu_reserve_during_a_global_capture_of_another_stream",
+        path.split_once("::").map_or(path, |(_, rest)| rest)
+    );
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", &name, "--include-ignored", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary itself");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Passed, and it was this test that ran (a filter matching nothing passes too).
     assert!(
-        r.is_ok() && end.is_ok(),
-        "reserve on s2: {r:?}; s1's capture status after it: {status:?}; end_capture: {:?}",
-        end.map(|g| g.is_some())
+        out.status.success() && text.contains("1 passed"),
+        "the global capture's process ({}):\n{text}",
+        out.status
     );
 }
 
@@ -410,7 +439,7 @@ unsafe fn rv_bomb(#[dst] dst: *mut f32, #[src] src: *const f32, #[len] n: usize)
 fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
     const NAME: &str =
         "autodiff::raw::tests_misuse::misuse_a_panicking_panic_payload_crosses_the_extern_c_edge";
-    if std::env::var_os("REVIEW2_CHILD").is_some() {
+    if std::env::var_os("RULES_RUNTIME_FRESH_POOL_CHILD").is_some() {
         let (mut y, x) = ([0.0f32; 2], [1.0f32; 2]);
         rv_bomb_ad(&mut y, &x, 2);
         let _ = take_error();
@@ -418,7 +447,7 @@ fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env("REVIEW2_CHILD", "1")
+        .env("RULES_RUNTIME_FRESH_POOL_CHILD", "1")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

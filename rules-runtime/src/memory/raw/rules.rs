@@ -43,10 +43,14 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward rule; see [`CopyRule::forward`](crate::CopyRule::forward).
@@ -127,10 +131,14 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward rule; see [`RegionRule::forward`](crate::RegionRule::forward).
@@ -223,10 +231,14 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward rule; see [`MemsetRule::forward`](crate::MemsetRule::forward).
@@ -286,10 +298,14 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
     /// The primitive's contract.
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward rule; see [`FillRule::forward`](crate::FillRule::forward).

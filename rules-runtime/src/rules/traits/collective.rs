@@ -24,10 +24,14 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     /// The primitive, called on the primal buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X, x: &Y) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        crate::rules::RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.
@@ -78,10 +82,14 @@ pub trait SendRule<'s, Y: CollectiveSrc + ?Sized> {
     /// The primitive, called on the primal buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, x: &Y) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        crate::rules::RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.
@@ -121,10 +129,14 @@ pub trait RecvRule<'s, X: CollectiveDst + ?Sized> {
     /// The primitive, called on the primal buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        crate::rules::RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.

@@ -30,10 +30,14 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> +
     /// The primitive, called on one lane's buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule: runs the copy (not when `dst` is `DuplicatedOnly`), then for each
@@ -88,10 +92,14 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem>
     /// The primitive, called on one lane's buffers with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.

@@ -26,10 +26,14 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
     /// The primitive, called on one lane's buffer with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.
@@ -68,10 +72,14 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
     /// The primitive, called on one lane's buffer and value with the other arguments.
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()>;
-    /// The primitive's and its parameters' names, for the checked mode's errors.
+    /// The primitive's and its parameters' names, for the errors that name them (the checked
+    /// mode's, a moved destination's): a constant, which the attribute writes.
+    #[doc(hidden)]
+    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        RuleNames::UNNAMED
+        Self::__NAMES
     }
 
     /// Forward (tangent) rule.
