@@ -1,4 +1,4 @@
-//! The host cost of one rule call at small n, beside the bare calls it wraps (issue 22).
+//! The host cost of one rule call at small n, beside the bare calls it wraps (docs/performance.md, "Host cost per call").
 //!
 //!     cargo bench -p rules-runtime --features testing --bench overhead          (on a GPU machine)
 //!     ... --features probe: the same, then the host time of each step of a call (`driver::probe`)
@@ -920,7 +920,7 @@ fn median_ms(k: usize, f: &mut dyn FnMut() -> R<()>) -> R<f64> {
     Ok(t[k / 2])
 }
 
-/// What a program calls up front to pay the first call's costs (`cuda::reserve`, issue 22).
+/// What a program calls up front to pay the first call's costs (`cuda::reserve`: docs/performance.md, "The first call").
 fn reserve_up_front(s: &Arc<CudaStream>, bytes: usize) -> R<String> {
     let r = rules_runtime::cuda::reserve(s, bytes)?;
     Ok(format!(
@@ -994,7 +994,7 @@ fn main() -> R<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let me = std::env::current_exe()?;
     for case in ["seed3", "seed3-trip", "pageable-d2h", "pageable-h2d"] {
-        // `--plain-first-only`: a runtime without `cuda::reserve` (the build before issue 22).
+        // `--plain-first-only`: a runtime without `cuda::reserve` (the first call paying for everything).
         let plain = args.iter().any(|a| a == "--plain-first-only");
         for reserve in [false, true].into_iter().filter(|&r| !(r && plain)) {
             let mut c = std::process::Command::new(&me);

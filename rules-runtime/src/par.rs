@@ -1,6 +1,7 @@
 //! Host loops over shadows, split over the threads of rayon's pool once they are large enough
 //! to pay for it. One thread moves host memory at a fraction of what the host↔device link
-//! carries, so the staged routes would otherwise be bound by the host (docs/performance.md).
+//! carries, so the staged routes would otherwise be bound by the host (docs/performance-notes.md,
+//! "Reverses through host memory").
 //! Every loop is element-wise: the results do not depend on the split.
 
 use crate::element::Differentiable;
@@ -41,7 +42,7 @@ pub(crate) fn zero<T: Differentiable>(buf: &mut [T]) {
 /// `buf ← 0` in chunks of `per` elements, chunk `c` once `ready(c)` has returned: the host's share
 /// of a pipeline whose device work completes chunk by chunk. One task per thread of the pool
 /// zeroes its stripe of every chunk in turn, each waiting for the chunk itself, so the threads are
-/// woken once per call and not once per chunk (what that costs: docs/performance.md).
+/// woken once per call and not once per chunk (what that costs: docs/performance-notes.md).
 ///
 /// `ready(c)` returns once chunk `c` may be written; if it fails, it returns its error only after
 /// making sure of that (e.g. by synchronising the stream). Every chunk is zeroed either way; the

@@ -426,7 +426,7 @@ fn an_empty_box_at_a_huge_offset_is_not_a_panic() {
     assert_eq!((a, b), (vec![1.0; 4], vec![2.0; 4]), "nothing written");
 }
 
-// ---- found by the fresh-eyes review of the fix (docs/soundness.md) ------------------------------
+// ---- attacks from safe code on the same promises (docs/soundness.md) ------------------------------
 
 /// A fill of the whole destination, restoring the old contents in reverse.
 #[derivative_rule(fill, restore)]

@@ -23,11 +23,11 @@ pub const FUSED_SPLIT_BYTES: usize = 32 << 20;
 /// Per-operand size from which zeroing device memory (a [`zero`](crate::zero), and the zeroing half
 /// of that split) is a kernel of streaming stores instead of the driver's memset: right after the
 /// accumulate kernel it was the faster of the two from 128 MiB and the slower at 32-64 MiB; alone
-/// it was 2-4% faster from 64 MiB (docs/performance.md).
+/// it was 2-4% faster from 64 MiB (docs/performance-notes.md).
 pub const STREAMING_ZERO_BYTES: usize = 128 << 20;
 
 /// Threads per block. One 16-byte vector per thread per iteration. 512 and 1024 were no faster
-/// (`tools/kernel-explore`; docs/performance.md, "what was tried").
+/// (`tools/kernel-explore`; docs/performance-notes.md).
 pub(crate) const THREADS: u32 = 256;
 /// Grid limit in x.
 const MAX_BLOCKS: u64 = (1 << 31) - 1;

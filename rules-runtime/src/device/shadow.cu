@@ -9,7 +9,7 @@
 // moves one 16-byte vector of each operand per iteration (grid-stride for very large n), and a
 // scalar tail finishes; otherwise a scalar grid-stride loop. The fused kernel's vector body uses
 // the streaming cache hints (.cs): every byte is touched once. The accumulate kernel's does not:
-// there the hints cost 2-5.5% (docs/performance.md, "Against PyTorch").
+// there the hints cost 2-5.5% (docs/performance-notes.md, "Whole-buffer accumulate").
 // f16 sums use the hardware's f16x2 add; bf16 sums go through f32 with round-to-nearest-even,
 // which is the correctly rounded sum, as on the host (24 >= 2*8+2 bits).
 
@@ -107,7 +107,7 @@ __device__ __forceinline__ void shadow_pass(typename T::S* acc, typename T::S* s
                 __stcs(sv + i, T::zerov());
             } else {
                 // Plain loads and stores: 2-5.5% faster than .cs from 16M elements
-                // (tools/kernel-explore/explore7.cu).
+                // (tools/kernel-explore/accumulate_like_torch.cu).
                 av[i] = T::addv(av[i], sv[i]);
             }
         }
@@ -138,7 +138,7 @@ SHADOW_KERNELS(bf16, BF16)
 
 // `bytes` bytes at `p` set to zero with 16-byte streaming stores: the zeroing half of the split
 // accumulate-and-zero for large operands, where it measured faster than the driver's memset right
-// after the accumulate kernel (docs/performance.md).
+// after the accumulate kernel (docs/performance-notes.md, "Fused accumulate-and-zero").
 extern "C" __global__ void zero_streaming(unsigned char* p, u64 bytes) {
     const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 stride = (u64)gridDim.x * blockDim.x;
@@ -378,12 +378,12 @@ extern "C" __global__ void region_fill_b16(ulonglong2* d, u64 p, u64 s, Walk w, 
 //   (Walk::batches), row k of a batch into accumulator k mod 4. The runtime sends narrow rows to
 //   `region_sum_narrow_*` below instead, whose registers allow more blocks per SM; this path
 //   stays because without it nvcc compiles the others differently, and the f32 and c32 sums
-//   ran 19-62% slower (docs/performance.md, issue 23).
+//   ran 19-62% slower (docs/performance-notes.md, "Deterministic sum").
 // - otherwise: SUM_ROWS columns of a row at a time, column k of a batch into accumulator k mod 4.
 // Complex kernels (C = 2) take half as many rows and columns at a time (SUM_C2_DIV), the same
 // number of reals in flight: with SUM_ROWS elements of two reals, ptxas gave c32 72 and c64 86
 // registers, 3 and 2 blocks per SM where the real kernels (58) have 4, and their sums ran 1-7%
-// behind PyTorch's (docs/performance.md, issue 23, third round).
+// behind PyTorch's (docs/performance-notes.md, "Complex sums").
 
 #ifndef SUM_ROWS
 #define SUM_ROWS 8
@@ -599,11 +599,11 @@ SUM_KERNEL(c64, SumF64, 2)
 // thread loads its column of R rows (Walk::batches) before adding any, row k of a batch into
 // accumulator k mod 4, then the block's tree as above. A kernel of its own: with the vector
 // path's registers the kernel above runs at half occupancy, too few bytes in flight for 4-byte
-// loads (docs/performance.md, issue 23). R keeps about 64 bytes per thread in flight (48 for
+// loads (docs/performance-notes.md, "Narrow rows"). R keeps about 64 bytes per thread in flight (48 for
 // 16-bit elements: 24 rows, where 16 left the 1-wide bf16 box behind PyTorch's and 32 spilled
-// in f16; tools/kernel-explore/explore11.cu); the runtime's grid (sum.rs, narrow_rows) assumes
+// in f16; tools/kernel-explore/complex_sum_and_array_words.cu); the runtime's grid (sum.rs, narrow_rows) assumes
 // these values. The launch bounds hold the registers to 4 blocks per SM (5 for f32, which spills a few
-// bytes there and gains 3-10%; f16 and f64 lost as much at 5: explore10.cu).
+// bytes there and gains 3-10%; f16 and f64 lost as much at 5: narrow_sum_kernel.cu).
 #ifndef SUM_NARROW_ROWS_4
 #define SUM_NARROW_ROWS_4 16
 #endif
@@ -846,7 +846,7 @@ template <typename P> __device__ __forceinline__ void surf_store(P v, u64 s, uns
 // Each thread takes ARRAY_PASS_ELEMS elements, a block's height apart (a block's width apart
 // for 1D arrays, whose blocks are one row of threads), and loads all of them, from the array and
 // from the linear box, before it stores any: with one element per thread too few loads were in
-// flight to cover the memory's latency (docs/performance.md). The runtime sizes the grid to match.
+// flight to cover the memory's latency (docs/performance-notes.md). The runtime sizes the grid to match.
 #ifndef ARRAY_PASS_ELEMS
 #define ARRAY_PASS_ELEMS 4
 #endif
@@ -905,7 +905,8 @@ __device__ __forceinline__ void array_pass(u64 surf, unsigned dims, int x0, int 
 // (a block's height apart) instead of elements: a row is w / EPW words, then its last w % EPW
 // elements one by one, so no access reaches past the box. The runtime launches them where the
 // array box starts at a multiple of 16 bytes along x, the linear box's start and strides are
-// multiples of 16 bytes, and the array is 3D (docs/performance.md, issue 23, third round: 4-byte
+// multiples of 16 bytes, and the array is 3D (docs/performance-notes.md, "CUDA array one-pass
+// reverse": 4-byte
 // surface accesses cost the L2 1.5-1.9x the sector requests their bytes need, and 3D boxes ran
 // 10-28% faster in words; 2D ones were level or slower). A word is a whole 16-byte chunk of the
 // array's block-linear layout. Kernels of their own, so that the element kernels above keep their

@@ -312,7 +312,7 @@ mod tests {
         }
     }
 
-    /// Issue 21 item 1, the run-time half: a plan made on one length is not run on another.
+    /// The run-time half of the length check: a plan made on one length is not run on another.
     #[test]
     fn a_plan_is_checked_against_the_buffer_it_writes_through() {
         let mut acc = Shifty {

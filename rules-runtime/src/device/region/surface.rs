@@ -16,7 +16,7 @@ const WORD_BLOCK: (u64, u64) = (16, 8);
 
 /// Whether the pass over a box of `shape` elements of `size` bytes at element `x` of an array of
 /// `dims` dimensions takes `array_pass_w_*` (16-byte words): a 3D array (on 2D arrays words were
-/// level or slower: docs/performance.md, issue 23, third round), a box of several rows, the array
+/// level or slower: docs/performance-notes.md, "CUDA array one-pass reverse"), a box of several rows, the array
 /// box starting on a 16-byte boundary along x and the linear box's start and strides multiples
 /// of 16 bytes, so that every word lies in both boxes at 16-byte aligned addresses; elements of
 /// 16 bytes are words already.
@@ -85,10 +85,10 @@ pub(crate) unsafe fn array_box(
     // 16 × 16 tiles (the faster shape for 16-byte elements, the same for 4-byte ones:
     // docs/arrays.md); the element pass kernels 64 × 4 tiles of threads, each thread four
     // elements a tile's height apart: 256-byte runs of the linear box per row, where 16-wide
-    // tiles made 64-byte runs and were slower (docs/performance.md, issue 23). The word kernels
+    // tiles made 64-byte runs and were slower (docs/performance-notes.md, "CUDA array one-pass reverse"). The word kernels
     // take 16 × 8 tiles of four words a tile's height apart: 256-byte runs again, a warp on two
     // rows (the fastest of seven shapes; those 16 words wide were within 2% of it, those 32 or 64
-    // words wide 15-20% slower: docs/performance.md, issue 23, third round).
+    // words wide 15-20% slower: docs/performance-notes.md, "CUDA array one-pass reverse").
     let block = match op {
         _ if h == 1 => (256, 1),
         SurfaceOp::Zero => (16, 16),
