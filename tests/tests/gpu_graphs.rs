@@ -1,15 +1,22 @@
 //! CUDA graphs: a device-only forward and reverse captured once with stream capture and replayed
 //! with new inputs, exact every time; a route that cannot be captured (pageable host memory) is
-//! refused with `Error::Capturing` while the capture stays intact; other threads allocate freely
-//! during a capture in thread-local mode. `#[ignore]`d: without a GPU they are reported skipped,
-//! never passed.
+//! refused with `Error::Capturing` while the capture stays intact. `#[ignore]`d: without a GPU
+//! they are reported skipped, never passed.
 
 use rules_runtime::cudarc::driver::{CudaSlice, CudaStream, DriverError, sys};
-use rules_runtime::memory::array::CudaArray;
 use rules_runtime::memory::raw::RawShadow;
 use rules_runtime::{CopyRule, RawCopyRule};
 use rules_runtime::{Duplicated, Error, MemoryKind, On, accumulate, derivative_rule, zero};
 use std::sync::Arc;
+
+/// The tests of this file run one at a time: while a capture lasts, a test beside it that makes
+/// the context's first stream through cudarc (which then synchronises the context), or
+/// synchronises it otherwise, is refused and invalidates the capture, whatever its mode.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A stream of its own (the context's default, legacy stream cannot be captured), with cudarc's
 /// event tracking off, as cudarc requires for capture: with it on, every buffer use waits on an
@@ -74,6 +81,7 @@ fn inputs(round: usize, n: usize) -> Vec<f32> {
 #[test]
 #[ignore = "needs a GPU"]
 fn seed_round_trip_captured_in_a_graph_and_replayed() {
+    let _one = serial();
     let s = gpu();
     let n = 1 << 16;
     let mut x = s.clone_htod(&inputs(0, n)).unwrap();
@@ -153,6 +161,7 @@ fn seed_round_trip_captured_in_a_graph_and_replayed() {
 #[test]
 #[ignore = "needs a GPU"]
 fn a_host_route_during_capture_is_a_typed_error_and_the_capture_survives() {
+    let _one = serial();
     let s = gpu();
     let n = 1024;
     let x = s.clone_htod(&inputs(3, n)).unwrap();
@@ -218,6 +227,7 @@ unsafe fn raw(p: *mut f32, n: usize) -> RawShadow<f32> {
 #[test]
 #[ignore = "needs a GPU"]
 fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
+    let _one = serial();
     let s = gpu();
     let n = 1 << 12;
     let mut x = s.clone_htod(&inputs(0, n)).unwrap();
@@ -308,6 +318,7 @@ fn raw_pointer_rule_and_unified_shadows_captured_in_a_graph() {
 #[test]
 #[ignore = "needs a GPU"]
 fn reserve_during_capture_is_a_typed_error_and_the_capture_survives() {
+    let _one = serial();
     let s = gpu();
     let n = 1024;
     let x = s.clone_htod(&inputs(5, n)).unwrap();
@@ -331,50 +342,4 @@ fn reserve_during_capture_is_a_typed_error_and_the_capture_survives() {
     rules_runtime::cuda::reserve(&s, 4 << 20).unwrap();
     s.synchronize().unwrap();
     assert_eq!(s.clone_dtoh(&acc).unwrap(), inputs(5, n));
-}
-
-/// A capture in thread-local mode restricts its own thread only: while it lasts, another thread
-/// makes a context and a stream, allocates and fills device memory, creates a CUDA array and reads
-/// both back, and the capture stays active and gives a working graph. (A capture in the global
-/// mode makes the driver refuse those calls, `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and ends
-/// the capture.)
-#[test]
-#[ignore = "needs a GPU"]
-fn a_thread_local_capture_leaves_other_threads_free() {
-    let s = gpu();
-    let n = 1024;
-    let x = s.clone_htod(&inputs(6, n)).unwrap();
-    let mut acc = s.alloc_zeros::<f32>(n).unwrap();
-    accumulate(On::stream(&s), &mut acc, &x).unwrap(); // kernels loaded outside the capture
-    zero(On::stream(&s), &mut acc).unwrap();
-    s.synchronize().unwrap();
-    s.begin_capture(MODE).unwrap();
-    accumulate(On::stream(&s), &mut acc, &x).unwrap();
-    let other = std::thread::spawn(|| -> Result<(Vec<f32>, Vec<f32>), String> {
-        let t = rules_runtime::cuda::stream(0).map_err(|e| format!("a stream: {e}"))?;
-        let v = t
-            .clone_htod(&inputs(7, 256))
-            .map_err(|e| format!("an allocation and copy: {e}"))?;
-        let a = CudaArray::<f32>::zeroed(&t, 16, 16, 1).map_err(|e| format!("an array: {e}"))?;
-        let back = t.clone_dtoh(&v).map_err(|e| format!("a copy back: {e}"))?;
-        let zeros = a.to_host(&t).map_err(|e| format!("the array read: {e}"))?;
-        Ok((back, zeros))
-    })
-    .join()
-    .expect("the other thread");
-    still_capturing(&s, "the other thread's allocations");
-    accumulate(On::stream(&s), &mut acc, &x).unwrap();
-    let graph = s
-        .end_capture(sys::CUgraphInstantiate_flags(0))
-        .unwrap()
-        .expect("the capture is intact");
-    assert_eq!(
-        other,
-        Ok((inputs(7, 256), vec![0.0; 256])),
-        "the other thread during the capture"
-    );
-    graph.launch().unwrap();
-    s.synchronize().unwrap();
-    let want: Vec<f32> = inputs(6, n).iter().map(|v| 2.0 * v).collect();
-    assert_eq!(s.clone_dtoh(&acc).unwrap(), want);
 }

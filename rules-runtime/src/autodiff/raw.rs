@@ -250,6 +250,8 @@ pub struct Registration<const N: usize>(pub [*const (); N]);
 // SAFETY: function addresses, never written or dereferenced by Rust code.
 unsafe impl<const N: usize> Sync for Registration<N> {}
 
+#[cfg(all(test, feature = "autodiff"))]
+mod alone;
 #[cfg(test)]
 mod tests;
 #[cfg(all(test, feature = "autodiff"))]

@@ -9,7 +9,7 @@
 //! driver is called.
 
 use super::bridge::{Side, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
-use super::ready_rules::{boxes, copy, meta, zero};
+use super::ready_rules::{boxes, copy, meta, primal_meta, zero};
 use super::{AdArray, AdBuf, Registration};
 use crate::element::Differentiable;
 use crate::memory::MemoryKind;
@@ -181,7 +181,7 @@ macro_rules! element {
                 concat!("memcpy_", stringify!($t)), "memcpy",
                 fn memcpy / memcpy_aug / memcpy_rev / memcpy_fwd
                     (dst / d_dst: *const AdBuf<T>, src / d_src: *const AdBuf<T>),
-                |st| copy(st, meta(dst), meta(src)),
+                |st| copy(st, primal_meta(dst, "dst")?, primal_meta(src, "src")?),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Handle(src, src, meta(src).0);
             }
@@ -190,7 +190,7 @@ macro_rules! element {
                 concat!("memcpy_htod_", stringify!($t)), "memcpy_htod",
                 fn htod / htod_aug / htod_rev / htod_fwd
                     (dst / d_dst: *const AdBuf<T>, src / d_src: *mut T, n / d_n: usize),
-                |st| copy(st, meta(dst), (HOST, n)),
+                |st| copy(st, primal_meta(dst, "dst")?, (HOST, n)),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Slice(src, n, d_src);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Slice(src, n, src);
             }
@@ -199,7 +199,7 @@ macro_rules! element {
                 concat!("memcpy_dtoh_", stringify!($t)), "memcpy_dtoh",
                 fn dtoh / dtoh_aug / dtoh_rev / dtoh_fwd
                     (dst / d_dst: *mut T, n / d_n: usize, src / d_src: *const AdBuf<T>),
-                |st| copy(st, (HOST, n), meta(src)),
+                |st| copy(st, (HOST, n), primal_meta(src, "src")?),
                 sides: Side::Slice(dst, n, d_dst), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Slice(dst, n, dst), Side::Handle(src, src, meta(src).0);
             }
@@ -207,7 +207,7 @@ macro_rules! element {
             bridges! {
                 concat!("memset_zeros_", stringify!($t)), "memset_zeros",
                 fn zeros / zeros_aug / zeros_rev / zeros_fwd (dst / d_dst: *const AdBuf<T>),
-                |st| zero(st, meta(dst)),
+                |st| zero(st, primal_meta(dst, "dst")?),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Absent;
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Absent;
             }
@@ -218,7 +218,7 @@ macro_rules! element {
                     (dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *const AdBuf<T>, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
-                |st| boxes(st, [meta(dst).0, meta(src).0], (dp, dr), (sp, sr), (w, h, depth)),
+                |st| boxes(st, [primal_meta(dst, "dst")?.0, primal_meta(src, "src")?.0], (dp, dr), (sp, sr), (w, h, depth)),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Handle(src, src, meta(src).0);
             }
@@ -229,7 +229,7 @@ macro_rules! element {
                     (dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *mut T, n / d_n: usize, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
-                |st| boxes(st, [meta(dst).0, HOST], (dp, dr), (sp, sr), (w, h, depth)),
+                |st| boxes(st, [primal_meta(dst, "dst")?.0, HOST], (dp, dr), (sp, sr), (w, h, depth)),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Slice(src, n, d_src);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Slice(src, n, src);
             }
@@ -240,7 +240,7 @@ macro_rules! element {
                     (dst / d_dst: *mut T, n / d_n: usize, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *const AdBuf<T>, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
-                |st| boxes(st, [HOST, meta(src).0], (dp, dr), (sp, sr), (w, h, depth)),
+                |st| boxes(st, [HOST, primal_meta(src, "src")?.0], (dp, dr), (sp, sr), (w, h, depth)),
                 sides: Side::Slice(dst, n, d_dst), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Slice(dst, n, dst), Side::Handle(src, src, meta(src).0);
             }

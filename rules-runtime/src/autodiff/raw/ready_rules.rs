@@ -219,6 +219,30 @@ pub(super) unsafe fn meta<T>(h: *const AdBuf<T>) -> (MemoryKind, usize) {
     (h.kind(), h.len())
 }
 
+/// [`meta`] of a handle in a primal's place, refused (as the bridge would refuse it) when it is a
+/// shadow handle: before the rule object is made, so that the error names the handle, not the
+/// stream a shadow handle does not carry.
+///
+/// # Safety
+/// As [`meta`].
+pub(super) unsafe fn primal_meta<T>(
+    h: *const AdBuf<T>,
+    what: &'static str,
+) -> Result<(MemoryKind, usize), AdError> {
+    // SAFETY: the caller's contract.
+    let b = unsafe { &*h };
+    if b.role != super::PRIMAL {
+        let kind = b.kind();
+        return Err(AdError::Handle {
+            what,
+            why: format!(
+                "expected the primal handle of {kind:?} memory, got the shadow handle of {kind:?} memory"
+            ),
+        });
+    }
+    Ok((b.kind(), b.len()))
+}
+
 /// The rule object of a linear copy: the lengths must agree, as cudarc's copies ask.
 pub(super) fn copy<'s>(
     s: Streams<'s>,

@@ -277,8 +277,11 @@ fn misuse_gpu_a_panic_after_enqueue_leaves_the_copy_running() {
 #[test]
 #[ignore = "needs a GPU"]
 fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
-    const CHILD: &str = "RULES_RUNTIME_GLOBAL_CAPTURE_CHILD";
-    if std::env::var_os(CHILD).is_some() {
+    let name = concat!(
+        module_path!(),
+        "::misuse_gpu_reserve_during_a_global_capture_of_another_stream"
+    );
+    super::alone::alone(name, || {
         use cudarc::driver::sys;
         let s1 = crate::driver::stream(0).expect("a GPU");
         let s2 = crate::driver::stream(0).expect("a GPU");
@@ -293,30 +296,7 @@ fn misuse_gpu_reserve_during_a_global_capture_of_another_stream() {
             "reserve on s2: {r:?}; s1's capture status after it: {status:?}; end_capture: {:?}",
             end.map(|g| g.is_some())
         );
-        return;
-    }
-    // The test's own name, as libtest filters it: the module path without the crate's name.
-    let path = module_path!();
-    let name = format!(
-        "{}::misuse_gpu_reserve_during_a_global_capture_of_another_stream",
-        path.split_once("::").map_or(path, |(_, rest)| rest)
-    );
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", &name, "--include-ignored", "--nocapture"])
-        .env(CHILD, "1")
-        .output()
-        .expect("the test binary itself");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Passed, and it was this test that ran (a filter matching nothing passes too).
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "the global capture's process ({}):\n{text}",
-        out.status
-    );
+    });
 }
 
 /// `cuda::reserve` of 1 or 2 bytes on a fresh context: the pool's page-locked buffers are sized
@@ -462,29 +442,36 @@ fn misuse_a_panicking_panic_payload_crosses_the_extern_c_edge() {
 #[test]
 #[ignore = "needs a GPU"]
 fn misuse_gpu_a_bridge_during_capture_breaks_the_capture() {
-    use cudarc::driver::sys;
-    let s = crate::driver::stream(0).expect("a GPU");
-    let (mut a, mut da) = (
-        s.alloc_zeros::<f32>(4).unwrap(),
-        s.alloc_zeros::<f32>(4).unwrap(),
+    let name = concat!(
+        module_path!(),
+        "::misuse_gpu_a_bridge_during_capture_breaks_the_capture"
     );
-    let (mut b, mut db) = (
-        s.alloc_zeros::<f32>(4).unwrap(),
-        s.alloc_zeros::<f32>(4).unwrap(),
-    );
-    let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
-    let mut pb = AdPair::new(&mut b, &mut db, &s).unwrap();
-    rv_d2d_ad(pa.split().0, pb.split().0, 4); // outside a capture: works
-    assert_eq!(error_text(), "");
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    rv_d2d_ad(pa.split().0, pb.split().0, 4);
-    let err = error_text();
-    let status = s.capture_status();
-    let end = s.end_capture(sys::CUgraphInstantiate_flags(0));
-    assert!(
-        matches!(end, Ok(Some(_))),
-        "bridge: {err:?}; capture status after it: {status:?}; end_capture: {:?}",
-        end.map(|g| g.is_some())
-    );
+    // A capture of its own process (see `alone`).
+    super::alone::alone(name, || {
+        use cudarc::driver::sys;
+        let s = crate::driver::stream(0).expect("a GPU");
+        let (mut a, mut da) = (
+            s.alloc_zeros::<f32>(4).unwrap(),
+            s.alloc_zeros::<f32>(4).unwrap(),
+        );
+        let (mut b, mut db) = (
+            s.alloc_zeros::<f32>(4).unwrap(),
+            s.alloc_zeros::<f32>(4).unwrap(),
+        );
+        let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
+        let mut pb = AdPair::new(&mut b, &mut db, &s).unwrap();
+        rv_d2d_ad(pa.split().0, pb.split().0, 4); // outside a capture: works
+        assert_eq!(error_text(), "");
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        rv_d2d_ad(pa.split().0, pb.split().0, 4);
+        let err = error_text();
+        let status = s.capture_status();
+        let end = s.end_capture(sys::CUgraphInstantiate_flags(0));
+        assert!(
+            matches!(end, Ok(Some(_))),
+            "bridge: {err:?}; capture status after it: {status:?}; end_capture: {:?}",
+            end.map(|g| g.is_some())
+        );
+    });
 }

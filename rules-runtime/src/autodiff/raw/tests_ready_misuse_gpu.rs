@@ -122,9 +122,11 @@ fn gpu_ready_misuse_bad_device_input_changes_nothing() {
             AdError::Rule(Error::LengthMismatch { .. })
         ));
         copies::memcpy(x, dx);
-        assert!(error_text().contains("shadow handle"));
+        let e = error_text();
+        assert!(e.contains("shadow handle"), "{e}");
         copies::memset_zeros(dx);
-        assert!(error_text().contains("shadow handle"));
+        let e = error_text();
+        assert!(e.contains("shadow handle"), "{e}");
         copies::memcpy_2d(x, 8, y, 8, (2, 2));
         assert!(matches!(error(), AdError::Rule(Error::BadRegion { .. })));
         copies::memcpy_2d(x, 4, y, 4, (2, 2));
@@ -289,30 +291,37 @@ fn gpu_ready_misuse_empty_and_one_row_boxes_on_the_device() {
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_ready_misuse_a_copy_during_capture_is_refused_and_the_capture_ends() {
-    use cudarc::driver::sys;
-    let s = gpu();
-    let mut a = s.clone_htod(&[1.0f32; 4]).unwrap();
-    let mut da = s.alloc_zeros::<f32>(4).unwrap();
-    let mut c = s.clone_htod(&[3.0f32; 4]).unwrap();
-    let mut dc = s.alloc_zeros::<f32>(4).unwrap();
-    {
-        let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
-        let mut pc = AdPair::new(&mut c, &mut dc, &s).unwrap();
-        let (x, _) = pa.split();
-        let (y, _) = pc.split();
-        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .unwrap();
-        copies::memcpy(x, y);
-        let e1 = error_text();
-        copies::memset_zeros(x);
-        let e2 = error_text();
-        copies::memcpy_2d(x, 8, y, 8, (2, 2));
-        let e3 = error_text();
-        let end = s.end_capture(sys::CUgraphInstantiate_flags(0));
-        assert!(end.is_ok(), "end_capture: {:?}", end.err());
-        for e in [e1, e2, e3] {
-            assert!(e.contains("captur"), "{e}");
+    let name = concat!(
+        module_path!(),
+        "::gpu_ready_misuse_a_copy_during_capture_is_refused_and_the_capture_ends"
+    );
+    // A capture of its own process (see `alone`).
+    super::alone::alone(name, || {
+        use cudarc::driver::sys;
+        let s = gpu();
+        let mut a = s.clone_htod(&[1.0f32; 4]).unwrap();
+        let mut da = s.alloc_zeros::<f32>(4).unwrap();
+        let mut c = s.clone_htod(&[3.0f32; 4]).unwrap();
+        let mut dc = s.alloc_zeros::<f32>(4).unwrap();
+        {
+            let mut pa = AdPair::new(&mut a, &mut da, &s).unwrap();
+            let mut pc = AdPair::new(&mut c, &mut dc, &s).unwrap();
+            let (x, _) = pa.split();
+            let (y, _) = pc.split();
+            s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .unwrap();
+            copies::memcpy(x, y);
+            let e1 = error_text();
+            copies::memset_zeros(x);
+            let e2 = error_text();
+            copies::memcpy_2d(x, 8, y, 8, (2, 2));
+            let e3 = error_text();
+            let end = s.end_capture(sys::CUgraphInstantiate_flags(0));
+            assert!(end.is_ok(), "end_capture: {:?}", end.err());
+            for e in [e1, e2, e3] {
+                assert!(e.contains("captur"), "{e}");
+            }
         }
-    }
-    assert_eq!(s.clone_dtoh(&a).unwrap(), [1.0; 4]);
+        assert_eq!(s.clone_dtoh(&a).unwrap(), [1.0; 4]);
+    });
 }
