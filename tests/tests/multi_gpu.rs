@@ -746,8 +746,10 @@ fn nccl_scratch_is_released_with_its_stream() {
         mib(start),
         mib(end)
     );
+    // One-sided: free memory may also rise, when NCCL releases what the warm-up's communicator
+    // held (after `start`, on its own schedule); scratch that outlived its streams would lower it.
     assert!(
-        start.abs_diff(end) <= start / 100,
+        end + start / 100 >= start,
         "free device memory went from {:.0} MiB to {:.0} MiB: scratch outlived its streams",
         mib(start),
         mib(end)
