@@ -30,6 +30,32 @@ use rules_tests::arrays::{
 };
 use std::sync::Arc;
 
+/// Runs `body` in a child process of this test binary that runs only the test `name`, and asserts
+/// that it passed there: a capture lasting anywhere in a process is invalidated by another thread
+/// allocating (the other tests of this binary, beside it), whatever the capture's mode.
+fn alone(name: &str, body: impl FnOnce()) {
+    const CHILD: &str = "RULES_TESTS_ALONE";
+    if std::env::var_os(CHILD).is_some_and(|v| v == name) {
+        body();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", name, "--include-ignored", "--nocapture"])
+        .env(CHILD, name)
+        .output()
+        .expect("the test binary itself");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "`{name}` in its own process ({}):\n{text}",
+        out.status
+    );
+}
+
 fn gpu() -> Arc<CudaStream> {
     match rules_runtime::cuda::stream(0) {
         Ok(s) => s,
@@ -1632,33 +1658,36 @@ fn array_to_array_odd_offsets_width_3() {
 #[test]
 #[ignore = "needs a GPU"]
 fn ready_made_array_copies_refuse_a_capturing_stream() {
-    use rules_runtime::cudarc::driver::sys;
-    use rules_tests::arrays::{array_to_array, from_array, to_array};
-    let s = gpu();
-    let ext = (64, 4, 1);
-    let n = ext.0 * ext.1;
-    let old = vals(n, 71);
-    let mut a = array_from(&s, ext, &old);
-    let b = array_from(&s, ext, &vals(n, 72));
-    let dev = s.clone_htod(&vals(n, 73)).unwrap();
-    let mut back = s.alloc_zeros::<f32>(n).unwrap();
-    s.synchronize().unwrap();
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    let shape = (ext.0, ext.1, 1);
-    let r1 = array_to_array(&s, &mut a, 0, 0, 0, &b, 0, 0, 0, shape.0, shape.1, shape.2);
-    let r2 = to_array(&s, &mut a, 0, 0, 0, &dev, 256, 4, shape.0, shape.1, shape.2);
-    let r3 = from_array(
-        &s, &mut back, 256, 4, &a, 0, 0, 0, shape.0, shape.1, shape.2,
-    );
-    let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
-    for (r, what) in [(r1, "array_to_array"), (r2, "to_array"), (r3, "from_array")] {
-        assert!(
-            matches!(r, Err(rules_runtime::Error::Capturing { .. })),
-            "{what}: {r:?}"
+    // A capture of its own process (see `alone`).
+    alone("ready_made_array_copies_refuse_a_capturing_stream", || {
+        use rules_runtime::cudarc::driver::sys;
+        use rules_tests::arrays::{array_to_array, from_array, to_array};
+        let s = gpu();
+        let ext = (64, 4, 1);
+        let n = ext.0 * ext.1;
+        let old = vals(n, 71);
+        let mut a = array_from(&s, ext, &old);
+        let b = array_from(&s, ext, &vals(n, 72));
+        let dev = s.clone_htod(&vals(n, 73)).unwrap();
+        let mut back = s.alloc_zeros::<f32>(n).unwrap();
+        s.synchronize().unwrap();
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        let shape = (ext.0, ext.1, 1);
+        let r1 = array_to_array(&s, &mut a, 0, 0, 0, &b, 0, 0, 0, shape.0, shape.1, shape.2);
+        let r2 = to_array(&s, &mut a, 0, 0, 0, &dev, 256, 4, shape.0, shape.1, shape.2);
+        let r3 = from_array(
+            &s, &mut back, 256, 4, &a, 0, 0, 0, shape.0, shape.1, shape.2,
         );
-    }
-    drop(graph);
-    assert_eq!(a.to_host(&s).unwrap(), old, "the array is unchanged");
-    assert_eq!(s.clone_dtoh(&back).unwrap(), vec![0.0; n]);
+        let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
+        for (r, what) in [(r1, "array_to_array"), (r2, "to_array"), (r3, "from_array")] {
+            assert!(
+                matches!(r, Err(rules_runtime::Error::Capturing { .. })),
+                "{what}: {r:?}"
+            );
+        }
+        drop(graph);
+        assert_eq!(a.to_host(&s).unwrap(), old, "the array is unchanged");
+        assert_eq!(s.clone_dtoh(&back).unwrap(), vec![0.0; n]);
+    });
 }
