@@ -54,7 +54,7 @@ fi
     exit 1
 }
 for probe in "batch-reverse:calling with wrong number of arguments:trying to call fixaugment_" \
-    "batch-forward:Call parameter type does not match function signature:call void @fixderivative_"; do
+    "batch-forward:Call parameter type does not match function signature:fixderivative_"; do
     IFS=: read -r feature message wrapper <<<"$probe"
     if batch_probe "$feature"; then
         echo "autodiff.sh: FAILED: a bridged rule at batch width 2 ($feature) now builds: bring docs/autodiff.md (\"Batch (vector) mode\") and the bridges up to it; the probe says:" >&2
