@@ -226,22 +226,7 @@ macro_rules! data_element {
             data_bridges!(concat!("memset_zeros_", stringify!($t)), "memset_zeros",
                 fn zeros (dst: *const AdBuf<T>), DataSide::Handle(dst), None);
 
-            // SAFETY (each call): the pointers and lengths come from the references, held for
-            // the call; `data_copy` checks the handles before any use.
-            impl super::super::ready::Bridged for T {
-                fn __memcpy(dst: &AdBuf<T>, src: &AdBuf<T>) {
-                    unsafe { memcpy(dst, src) }
-                }
-                fn __memcpy_htod(dst: &AdBuf<T>, src: &[T]) {
-                    unsafe { htod(dst, src.as_ptr().cast_mut(), src.len()) }
-                }
-                fn __memcpy_dtoh(dst: &mut [T], src: &AdBuf<T>) {
-                    unsafe { dtoh(dst.as_mut_ptr(), dst.len(), src) }
-                }
-                fn __memset_zeros(dst: &AdBuf<T>) {
-                    unsafe { zeros(dst) }
-                }
-            }
+            super::super::ready::impl_bridged!();
         }
     };
 }
