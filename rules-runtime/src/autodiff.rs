@@ -62,6 +62,14 @@ pub enum AdError {
     /// The reverse found no tape: its augmented primal failed (that error came first).
     #[error("no tape: the augmented primal of this call failed")]
     NoTape,
+    /// The reverse found no tape of its call: the last augmented primal on this thread whose
+    /// tape is still kept is another call's, or there is none (reverses run in the reverse order
+    /// of their augmented primals, on their thread).
+    #[error(
+        "no tape of this call: the last augmented primal on this thread is another call's \
+         (a reverse runs after its augmented primal, in reverse order, on the same thread)"
+    )]
+    TapeOrder,
     /// The reverse saw an argument active that the augmented primal saw inactive, or the
     /// other way round.
     #[error("`{what}`: the augmented primal and the reverse disagree on its activity")]

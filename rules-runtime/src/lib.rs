@@ -253,9 +253,10 @@ pub mod __private {
             Region, Registration, Side, SliceSide, Streams, array_aug, array_fill_aug,
             array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal, array_rev,
             bridge_aug, bridge_fwd, bridge_primal, bridge_rev, fill_aug, fill_fwd, fill_primal,
-            fill_rev,
+            fill_rev, save, take,
         };
         pub use crate::autodiff::{AdBuf, take_error};
+        pub use crate::element::Differentiable;
         pub use crate::memory::MemoryKind;
         pub use ::core::ffi::c_void;
     }

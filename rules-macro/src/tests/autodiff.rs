@@ -181,9 +181,12 @@ fn a_fill_takes_its_value_without_a_reverse_slot_and_returns_its_derivative() {
     assert_eq!(errors(&out), 0, "{out}");
     for piece in [
         "fn f_ad (d : & mut [f32] , n : usize , v : f32)",
-        // Reverse mode: no shadow slot after the value; the reverse returns d_v.
-        "fn rules_ad_f_f32_aug (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32) ->",
-        "__a_v : f32 , __tape : * mut :: rules_runtime :: __private :: ad :: c_void) -> f32",
+        // Reverse mode: no shadow slot after the value; the augmented primal returns nothing (it
+        // saves its tape with the arguments but the value), and the reverse returns d_v.
+        "fn rules_ad_f_f32_aug (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32) {",
+        "fn rules_ad_f_f32_rev (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32) -> f32",
+        "struct rules_ad_f_f32_args { __a_d : * mut f32 , __a_d_len : usize , __a_n : usize }",
+        ":: rules_runtime :: __private :: ad :: save (rules_ad_f_f32_args { __a_d , __a_d_len , __a_n } , rules_ad_f_f32_args { __a_d : __d_d , __a_d_len : __d_d_len , __a_n : __d_n } , __tape)",
         // Forward mode: the value's tangent in its slot.
         "fn rules_ad_f_f32_fwd (__a_d : * mut f32 , __d_d : * mut f32 , __a_d_len : usize , __d_d_len : usize , __a_n : usize , __d_n : usize , __a_v : f32 , __d_v : f32)",
         ":: rules_runtime :: __private :: ad :: fill_fwd (\"f\" ,",

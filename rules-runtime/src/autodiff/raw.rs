@@ -228,6 +228,7 @@ mod ready_data;
 #[cfg(feature = "autodiff")]
 mod ready_rules;
 mod rules;
+mod tapes;
 pub use arrays::{
     AdArray, AdArrayPair, ArraySide, BufSide, RefFill, RefMemset, RefRegion, SliceSide, array_aug,
     array_fill_aug, array_fill_fwd, array_fill_primal, array_fill_rev, array_fwd, array_primal,
@@ -240,6 +241,7 @@ pub use ready::{Bridged, BridgedBoxes};
 #[cfg(feature = "autodiff")]
 pub use ready_data::{AdData, DataBuffer};
 pub use rules::{AdRule, Linear, Memset, Region};
+pub use tapes::{save, take};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:
 /// `__enzyme_register_gradient_<primal>` holds `[primal, augmented primal, reverse]`,

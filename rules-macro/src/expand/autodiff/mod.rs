@@ -268,7 +268,6 @@ impl Bridges<'_> {
                 quote!(#n: #t)
             })
             .collect();
-        let prim_names = cparams.iter().map(|c| &c.name);
         // Reverse mode: a fill's value has no shadow slot; forward mode: every argument has one.
         let pair_params: Vec<TokenStream> = cparams
             .iter()
@@ -278,16 +277,6 @@ impl Bridges<'_> {
                     quote!(#n: #t)
                 } else {
                     quote!(#n: #t, #s: #t)
-                }
-            })
-            .collect();
-        let pair_names: Vec<&Ident> = cparams
-            .iter()
-            .flat_map(|c| {
-                if c.value {
-                    vec![&c.name]
-                } else {
-                    vec![&c.name, &c.shadow]
                 }
             })
             .collect();
@@ -303,6 +292,19 @@ impl Bridges<'_> {
         };
         let f =
             |prefix: &str, name: &str| Ident::new(&format!("{prefix}{name}"), Span::call_site());
+        // The augmented primal keeps its tape with the call's arguments (`take` gives it to the
+        // reverse of the same arguments): a fill's value is not among them (its slot in reverse
+        // mode has no shadow).
+        let args = format_ident!("{base}_args");
+        let keyed: Vec<&CParam> = cparams.iter().filter(|c| !c.value).collect();
+        let key_fields: Vec<&Ident> = keyed.iter().map(|c| &c.name).collect();
+        let key_shadows: Vec<&Ident> = keyed.iter().map(|c| &c.shadow).collect();
+        let key_defs = keyed.iter().map(|c| {
+            let (n, t) = (&c.name, &c.ty);
+            quote!(#n: #t)
+        });
+        let key_args = quote!(#args { #(#key_fields),* });
+        let key_shadow = quote!(#args { #(#key_fields: #key_shadows),* });
         let (call_primal, call_aug, call_rev, call_fwd, rev_ret) =
             match cparams.iter().find(|c| c.value) {
                 Some(CParam {
@@ -314,7 +316,13 @@ impl Bridges<'_> {
                     (
                         quote!(#ad::#pr(#label, #make, #dst_p, #va)),
                         quote!(#ad::#au(#label, #make, #dst_side, #va)),
-                        quote!(#ad::#re(#label, #make, #dst_side, #va, __tape)),
+                        quote!(match #ad::take(#label, &#key_args, &#key_shadow) {
+                            // SAFETY: the tape the augmented primal of these arguments saved.
+                            ::core::option::Option::Some(__tape) => unsafe {
+                                #ad::#re(#label, #make, #dst_side, #va, __tape)
+                            },
+                            ::core::option::Option::None => <#elem as #ad::Differentiable>::zero(),
+                        }),
                         quote!(#ad::#fw(#label, #make, #dst_side, (#va, #vd))),
                         quote!(-> #elem),
                     )
@@ -324,7 +332,12 @@ impl Bridges<'_> {
                     (
                         quote!(#ad::#pr(#label, #make, #dst_p, #src_p)),
                         quote!(#ad::#au(#label, #make, #dst_side, #src_side)),
-                        quote!(#ad::#re(#label, #make, #dst_side, #src_side, __tape)),
+                        quote!(if let ::core::option::Option::Some(__tape) =
+                            #ad::take(#label, &#key_args, &#key_shadow)
+                        {
+                            // SAFETY: the tape the augmented primal of these arguments saved.
+                            unsafe { #ad::#re(#label, #make, #dst_side, #src_side, __tape) }
+                        }),
                         quote!(#ad::#fw(#label, #make, #dst_side, #src_side)),
                         TokenStream::new(),
                     )
@@ -352,6 +365,13 @@ impl Bridges<'_> {
             }
         });
         quote! { #p::if_autodiff! { {
+            #[doc(hidden)]
+            #[derive(Clone, Copy, PartialEq)]
+            #[allow(non_camel_case_types)]
+            #vis struct #args {
+                #(#key_defs),*
+            }
+
             #[doc = #doc_c]
             ///
             /// # Safety
@@ -360,42 +380,25 @@ impl Bridges<'_> {
             #[inline(never)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
             #vis unsafe extern "C" fn #primal(#(#prim_params),*) {
-                // The work is one call, never inlined here: Enzyme prints this function's IR with
-                // its "Massaging ... constant argumented" warning, a few lines instead of the
-                // whole bridge's (`extern "C"`: a call that cannot unwind, no landing pad).
-                #[inline(never)]
-                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
-                unsafe extern "C" fn __body(#(#prim_params),*) {
-                    // SAFETY: as the primal's.
-                    unsafe { #call_primal }
-                }
                 // SAFETY: the arguments come from `#safe`'s references; the runtime checks the
                 // handles, kinds and lengths before the rule's own checks.
-                unsafe { __body(#(#prim_names),*) }
+                unsafe { #call_primal }
             }
 
             #[doc(hidden)]
             #[unsafe(export_name = #sym_aug)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #aug(#(#pair_params),*) -> *mut #ad::c_void {
-                // One call, as the primal's (Enzyme prints this function's IR with the same
-                // warning).
-                #[inline(never)]
-                #[allow(improper_ctypes_definitions, clippy::too_many_arguments)]
-                unsafe extern "C" fn __body(#(#pair_params),*) -> *mut #ad::c_void {
-                    // SAFETY: as the augmented primal's.
-                    unsafe { #call_aug }
-                }
+            #vis unsafe extern "C" fn #aug(#(#pair_params),*) {
                 // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { __body(#(#pair_names),*) }
+                let __tape = unsafe { #call_aug };
+                #ad::save(#key_args, #key_shadow, __tape);
             }
 
             #[doc(hidden)]
             #[unsafe(export_name = #sym_rev)]
             #[allow(improper_ctypes_definitions, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            #vis unsafe extern "C" fn #rev(#(#pair_params,)* __tape: *mut #ad::c_void) #rev_ret {
-                // SAFETY: as the augmented primal's; the tape is the one it returned.
-                unsafe { #call_rev }
+            #vis unsafe extern "C" fn #rev(#(#pair_params),*) #rev_ret {
+                #call_rev
             }
 
             #[doc(hidden)]

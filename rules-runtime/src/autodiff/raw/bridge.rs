@@ -5,6 +5,7 @@
 
 use super::arrays::Entered;
 use super::rules::AdRule;
+use super::tapes::Tape;
 use super::{AdBuf, PRIMAL, kind_of};
 use crate::activity::{Const, Duplicated};
 use crate::autodiff::{AdError, Bridge, record};
@@ -12,7 +13,6 @@ use crate::element::Differentiable;
 use crate::error::Error;
 use crate::memory::MemoryKind;
 use cudarc::driver::CudaStream;
-use std::ffi::c_void;
 use std::sync::Arc;
 /// A buffer argument of a bridge: its primal, its shadow slot, and how the rule takes it.
 pub enum Side<T> {
@@ -317,7 +317,7 @@ pub(super) fn finished<R>(st: Streams<'_>, ran: Result<R, AdError>) -> Result<R,
 }
 
 /// The augmented primal: the rule's `augmented_primal` on the resolved activities; returns the
-/// boxed tape, or null after recording the error.
+/// boxed tape, or `None` after recording the error.
 ///
 /// # Safety
 /// As [`bridge_primal`], the shadows included.
@@ -326,7 +326,7 @@ pub unsafe fn bridge_aug<'s, T, R>(
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-) -> *mut c_void
+) -> Tape
 where
     T: Differentiable,
     R: AdRule<'s, T>,
@@ -352,34 +352,29 @@ where
         }
         .map_err(AdError::Rule);
         let tape = finished(st, tape)?;
-        let boxed = Box::new(BridgeTape::<R::Tape> { tape, active });
-        Ok(Box::into_raw(boxed).cast::<c_void>())
+        Ok(Box::new(BridgeTape::<R::Tape> { tape, active }) as _)
     })
-    .unwrap_or(core::ptr::null_mut())
 }
 
 /// The reverse: the rule's `reverse` with the tape of [`bridge_aug`].
 ///
 /// # Safety
-/// As [`bridge_aug`]; `tape` is null or what [`bridge_aug`] returned for this call (the same rule
-/// type `R`), not used again.
+/// As [`bridge_aug`]; `tape` is what [`bridge_aug`] returned for this call.
 pub unsafe fn bridge_rev<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<R, AdError>,
     dst: Side<T>,
     src: Side<T>,
-    tape: *mut c_void,
+    tape: Tape,
 ) where
     T: Differentiable,
     R: AdRule<'s, T>,
 {
     let _ = record((name, Bridge::Rev), || {
-        if tape.is_null() {
-            return Err(AdError::NoTape);
-        }
-        // SAFETY: a tape of `bridge_aug` for this `R`, taken once (this function's contract).
-        let BridgeTape { tape, active } =
-            unsafe { *Box::from_raw(tape.cast::<BridgeTape<R::Tape>>()) };
+        let BridgeTape { tape, active } = *tape
+            .ok_or(AdError::NoTape)?
+            .downcast::<BridgeTape<R::Tape>>()
+            .map_err(|_| AdError::TapeOrder)?;
         let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, dd, ds) = unsafe { prepare(make, &dst, &src)? };

@@ -14,11 +14,11 @@
 
 use super::arrays::Entered;
 use super::bridge::{Resolved, Side, Streams, finished, streams};
+use super::tapes::Tape;
 use crate::activity::{Active, Const, Dual, Duplicated};
 use crate::autodiff::{AdError, Bridge, record};
 use crate::element::Differentiable;
 use crate::rules::{RawFillRule, RegionTape};
-use std::ffi::c_void;
 
 /// A pointer `fill`'s rule object, for the fill bridges.
 pub struct Fill<R>(pub R);
@@ -112,7 +112,7 @@ struct FillTape<T> {
 }
 
 /// The augmented primal of a fill (no shadow slot for the value: see the module docs); returns
-/// the boxed tape, or null after recording the error.
+/// the boxed tape, or `None` after recording the error.
 ///
 /// # Safety
 /// As [`fill_primal`], the shadow included.
@@ -121,7 +121,7 @@ pub unsafe fn fill_aug<'s, T, R>(
     make: impl FnOnce(Streams<'s>) -> Result<Fill<R>, AdError>,
     dst: Side<T>,
     v: T,
-) -> *mut c_void
+) -> Tape
 where
     T: Differentiable,
     R: RawFillRule<'s, T>,
@@ -141,34 +141,31 @@ where
         .map_err(AdError::Rule);
         let tape = finished(st, tape)?;
         let active = matches!(d, Resolved::Dup(..));
-        Ok(Box::into_raw(Box::new(FillTape { tape, active })).cast::<c_void>())
+        Ok(Box::new(FillTape { tape, active }) as _)
     })
-    .unwrap_or(core::ptr::null_mut())
 }
 
 /// The reverse of a fill: zeroes `d_dst[R]` and returns `d_v = Σ_R d_dst` (zero after an error,
 /// which is recorded).
 ///
 /// # Safety
-/// As [`fill_aug`]; `tape` is null or what [`fill_aug`] returned for this call (the same rule
-/// type `R`), not used again.
+/// As [`fill_aug`]; `tape` is what [`fill_aug`] returned for this call.
 pub unsafe fn fill_rev<'s, T, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'s>) -> Result<Fill<R>, AdError>,
     dst: Side<T>,
     v: T,
-    tape: *mut c_void,
+    tape: Tape,
 ) -> T
 where
     T: Differentiable,
     R: RawFillRule<'s, T>,
 {
     record((name, Bridge::Rev), || {
-        if tape.is_null() {
-            return Err(AdError::NoTape);
-        }
-        // SAFETY: a tape of `fill_aug` for this `R`, taken once (this function's contract).
-        let FillTape { tape, active } = unsafe { *Box::from_raw(tape.cast::<FillTape<T>>()) };
+        let FillTape { tape, active } = *tape
+            .ok_or(AdError::NoTape)?
+            .downcast::<FillTape<T>>()
+            .map_err(|_| AdError::TapeOrder)?;
         let _e = Entered::new()?;
         // SAFETY: this function's contract.
         let (st, mut rule, d) = unsafe { prepare(make, &dst)? };

@@ -10,11 +10,11 @@
 
 use super::bridge::{Side, bridge_aug, bridge_fwd, bridge_primal, bridge_rev};
 use super::ready_rules::{boxes, copy, meta, primal_meta, zero};
+use super::tapes::{save, take};
 use super::{AdArray, AdBuf, Registration};
 use crate::element::Differentiable;
 use crate::memory::MemoryKind;
 use crate::memory::array::ArrayElement;
-use std::ffi::c_void;
 
 /// The element types with ready-made bridges (sealed): the floats (their copies carry
 /// derivatives) and the integers (theirs run and carry none). Its methods are the safe bridged
@@ -102,50 +102,48 @@ mod sealed {
 
 /// One operation's four bridges and two registrations, for one element type: the primal (with
 /// its parameters), the rule object from the stream, and the sides from the C arguments (Enzyme's
-/// shadow slots; for the primal, the primals themselves: `Const`).
+/// shadow slots; for the primal, the primals themselves: `Const`). `$args` is the type of the
+/// arguments the augmented primal saves with its tape (see `tapes`), this bridge's own.
 macro_rules! bridges {
     (
         $sym:expr, $label:literal,
-        fn $primal:ident / $aug:ident / $rev:ident / $fwd:ident ($($a:ident / $d:ident : $ty:ty),*),
+        fn $primal:ident / $aug:ident / $rev:ident / $fwd:ident,
+        $args:ident ($($a:ident / $d:ident : $ty:ty),*),
         |$st:ident| $make:expr,
         sides: $dst:expr, $src:expr;
         primal sides: $dstp:expr, $srcp:expr;
     ) => {
+        /// The arguments of one call of the bridges beside it (or their shadow slots).
+        #[derive(Clone, Copy, PartialEq)]
+        pub(in crate::autodiff::raw) struct $args {
+            $($a: $ty),*
+        }
+
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym))]
         #[inline(never)]
         #[allow(unused_variables, clippy::too_many_arguments)]
         pub(in crate::autodiff::raw) unsafe extern "C" fn $primal($($a: $ty),*) {
-            // One call, never inlined here: Enzyme prints the primal's IR with its "Massaging"
-            // warning, a few lines instead of the bridge's.
-            #[inline(never)]
-            #[allow(unused_variables, clippy::too_many_arguments)]
-        unsafe extern "C" fn body($($a: $ty),*) {
-                // SAFETY: the arguments come from the safe function's references: live handles,
-                // slices valid for their lengths.
-                unsafe { bridge_primal($label, |$st| $make, $dstp, $srcp) }
-            }
-            // SAFETY: as above.
-            unsafe { body($($a),*) }
+            // SAFETY: the arguments come from the safe function's references: live handles,
+            // slices valid for their lengths.
+            unsafe { bridge_primal($label, |$st| $make, $dstp, $srcp) }
         }
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_aug"))]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::autodiff::raw) unsafe extern "C" fn $aug($($a: $ty, $d: $ty),*) -> *mut c_void {
-            #[inline(never)]
-            #[allow(unused_variables, clippy::too_many_arguments)]
-        unsafe extern "C" fn body($($a: $ty, $d: $ty),*) -> *mut c_void {
-                // SAFETY: Enzyme passes the primal's arguments and their shadows.
-                unsafe { bridge_aug($label, |$st| $make, $dst, $src) }
-            }
-            // SAFETY: as above.
-            unsafe { body($($a, $d),*) }
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $aug($($a: $ty, $d: $ty),*) {
+            // SAFETY: Enzyme passes the primal's arguments and their shadows.
+            let tape = unsafe { bridge_aug($label, |$st| $make, $dst, $src) };
+            save($args { $($a),* }, $args { $($a: $d),* }, tape);
         }
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_rev"))]
         #[allow(unused_variables, clippy::too_many_arguments)]
-        pub(in crate::autodiff::raw) unsafe extern "C" fn $rev($($a: $ty, $d: $ty,)* tape: *mut c_void) {
-            // SAFETY: as the augmented primal's; the tape is the one it returned.
-            unsafe { bridge_rev($label, |$st| $make, $dst, $src, tape) }
+        pub(in crate::autodiff::raw) unsafe extern "C" fn $rev($($a: $ty, $d: $ty),*) {
+            if let Some(tape) = take($label, &$args { $($a),* }, &$args { $($a: $d),* }) {
+                // SAFETY: as the augmented primal's; the tape is the one it saved for these
+                // arguments.
+                unsafe { bridge_rev($label, |$st| $make, $dst, $src, tape) }
+            }
         }
 
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym, "_fwd"))]
@@ -204,8 +202,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_", stringify!($t)), "memcpy",
-                fn memcpy / memcpy_aug / memcpy_rev / memcpy_fwd
-                    (dst / d_dst: *const AdBuf<T>, src / d_src: *const AdBuf<T>),
+                fn memcpy / memcpy_aug / memcpy_rev / memcpy_fwd,
+                MemcpyArgs(dst / d_dst: *const AdBuf<T>, src / d_src: *const AdBuf<T>),
                 |st| copy(st, primal_meta(dst, "dst")?, primal_meta(src, "src")?),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Handle(src, src, meta(src).0);
@@ -213,8 +211,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_htod_", stringify!($t)), "memcpy_htod",
-                fn htod / htod_aug / htod_rev / htod_fwd
-                    (dst / d_dst: *const AdBuf<T>, src / d_src: *mut T, n / d_n: usize),
+                fn htod / htod_aug / htod_rev / htod_fwd,
+                HtodArgs(dst / d_dst: *const AdBuf<T>, src / d_src: *mut T, n / d_n: usize),
                 |st| copy(st, primal_meta(dst, "dst")?, (HOST, n)),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Slice(src, n, d_src);
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Slice(src, n, src);
@@ -222,8 +220,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_dtoh_", stringify!($t)), "memcpy_dtoh",
-                fn dtoh / dtoh_aug / dtoh_rev / dtoh_fwd
-                    (dst / d_dst: *mut T, n / d_n: usize, src / d_src: *const AdBuf<T>),
+                fn dtoh / dtoh_aug / dtoh_rev / dtoh_fwd,
+                DtohArgs(dst / d_dst: *mut T, n / d_n: usize, src / d_src: *const AdBuf<T>),
                 |st| copy(st, (HOST, n), primal_meta(src, "src")?),
                 sides: Side::Slice(dst, n, d_dst), Side::Handle(src, d_src, meta(src).0);
                 primal sides: Side::Slice(dst, n, dst), Side::Handle(src, src, meta(src).0);
@@ -231,7 +229,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memset_zeros_", stringify!($t)), "memset_zeros",
-                fn zeros / zeros_aug / zeros_rev / zeros_fwd (dst / d_dst: *const AdBuf<T>),
+                fn zeros / zeros_aug / zeros_rev / zeros_fwd,
+                ZerosArgs(dst / d_dst: *const AdBuf<T>),
                 |st| zero(st, primal_meta(dst, "dst")?),
                 sides: Side::Handle(dst, d_dst, meta(dst).0), Side::Absent;
                 primal sides: Side::Handle(dst, dst, meta(dst).0), Side::Absent;
@@ -239,8 +238,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_3d_", stringify!($t)), "memcpy_3d",
-                fn box3 / box3_aug / box3_rev / box3_fwd
-                    (dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
+                fn box3 / box3_aug / box3_rev / box3_fwd,
+                Box3Args(dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *const AdBuf<T>, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
                 |st| boxes(st, [primal_meta(dst, "dst")?.0, primal_meta(src, "src")?.0], (dp, dr), (sp, sr), (w, h, depth)),
@@ -250,8 +249,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_3d_htod_", stringify!($t)), "memcpy_3d_htod",
-                fn box3_htod / box3_htod_aug / box3_htod_rev / box3_htod_fwd
-                    (dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
+                fn box3_htod / box3_htod_aug / box3_htod_rev / box3_htod_fwd,
+                Box3HtodArgs(dst / d_dst: *const AdBuf<T>, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *mut T, n / d_n: usize, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
                 |st| boxes(st, [primal_meta(dst, "dst")?.0, HOST], (dp, dr), (sp, sr), (w, h, depth)),
@@ -261,8 +260,8 @@ macro_rules! element {
 
             bridges! {
                 concat!("memcpy_3d_dtoh_", stringify!($t)), "memcpy_3d_dtoh",
-                fn box3_dtoh / box3_dtoh_aug / box3_dtoh_rev / box3_dtoh_fwd
-                    (dst / d_dst: *mut T, n / d_n: usize, dp / d_dp: usize, dr / d_dr: usize,
+                fn box3_dtoh / box3_dtoh_aug / box3_dtoh_rev / box3_dtoh_fwd,
+                Box3DtohArgs(dst / d_dst: *mut T, n / d_n: usize, dp / d_dp: usize, dr / d_dr: usize,
                      src / d_src: *const AdBuf<T>, sp / d_sp: usize, sr / d_sr: usize,
                      w / d_w: usize, h / d_h: usize, depth / d_depth: usize),
                 |st| boxes(st, [HOST, primal_meta(src, "src")?.0], (dp, dr), (sp, sr), (w, h, depth)),

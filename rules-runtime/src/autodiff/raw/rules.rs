@@ -17,8 +17,8 @@ use crate::rules::{CopyTape, RawCopyRule, RawMemsetRule, RawRegionRule, RegionTa
 /// The `unsafe` methods have the contract of the wrapped rule's methods (the raw rule traits'):
 /// every pointer valid for what [`AdRule::fits`] checked, for the declared memory kinds.
 pub trait AdRule<'s, T: Differentiable> {
-    /// What the augmented primal hands to the reverse.
-    type Tape;
+    /// What the augmented primal hands to the reverse (boxed as a [`super::Tape`]).
+    type Tape: 'static;
     /// Whether the rule has a source (a memset has none: its source side is `Side::Absent`).
     const SOURCE: bool = true;
     /// Whether a side of `len` elements holds what the call reaches: `side` 0 is `dst`, 1 is

@@ -39,7 +39,7 @@ fn active_source_and_destination_move_the_cotangent() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, [1.0, 2.0, 3.0]);
     dy = [2.0, 4.0, 6.0];
     // SAFETY: as above, and the tape of that call.
@@ -68,7 +68,7 @@ fn an_inactive_source_is_const_and_untouched() {
             slice(&mut x, &mut dx, true),
         )
     };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     dy = [5.0; 3];
     // SAFETY: as above.
     unsafe {
@@ -98,7 +98,7 @@ fn an_inactive_destination_of_an_active_source_is_refused() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(tape.is_null());
+    assert!(tape.is_none());
     assert_eq!(y, [0.0; 3], "nothing copied");
     // SAFETY: as above; a null tape.
     unsafe {
@@ -132,7 +132,7 @@ fn both_inactive_copy_and_do_nothing_more() {
             slice(&mut x, &mut dx, true),
         )
     };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, x);
     // SAFETY: as above.
     unsafe {
@@ -160,7 +160,7 @@ fn a_panic_is_caught_at_the_edge() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(tape.is_null());
+    assert!(tape.is_none());
     let text = error_text();
     assert!(text.contains("p (augmented primal): panic"), "{text}");
 }

@@ -2,6 +2,7 @@
 //! the generated `extern "C"` primal, augmented primal, reverse and forward rule, each argument
 //! followed by its shadow slot. GPU only (arrays are driver objects): `--ignored gpu_array_`.
 //! The same rules run under Enzyme in `examples/autodiff` (its `array` cases).
+use super::tapes::aug_ok;
 use crate::autodiff::{AdArrayPair, AdBuf, AdPair, take_error};
 use crate::error::Result;
 use crate::memory::ShadowRead;
@@ -179,21 +180,20 @@ fn gpu_array_bridges_round_trip_gives_two_x() {
         dy.as_mut_ptr(),
     );
     // SAFETY: live handles and slices of the lengths given; the shadows are of those lengths.
-    let (t1, t2) = unsafe {
-        let t1 = rules_ad_ta_to_arr_f32_aug(pa, sa, 1, 1, 1, 1, xp, dxp, 8, 8, 16, 16, 3, 3, 2, 2);
-        let t2 =
-            rules_ad_ta_arr_to_host_f32_aug(yp, dyp, 6, 6, 12, 12, pa, sa, 1, 1, 1, 1, 3, 3, 2, 2);
-        (t1, t2)
-    };
-    assert!(!t1.is_null() && !t2.is_null(), "{}", error_text());
+    unsafe {
+        rules_ad_ta_to_arr_f32_aug(pa, sa, 1, 1, 1, 1, xp, dxp, 8, 8, 16, 16, 3, 3, 2, 2);
+        assert!(aug_ok(), "{}", error_text());
+        rules_ad_ta_arr_to_host_f32_aug(yp, dyp, 6, 6, 12, 12, pa, sa, 1, 1, 1, 1, 3, 3, 2, 2);
+        assert!(aug_ok(), "{}", error_text());
+    }
     assert_eq!(y, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     for (d, v) in dy.iter_mut().zip(y) {
         *d = 2.0 * v; // ∂f/∂y
     }
-    // SAFETY: as above, with the tapes of those calls, each once.
+    // SAFETY: as above; the reverses in reverse order take those calls' tapes.
     unsafe {
-        rules_ad_ta_arr_to_host_f32_rev(yp, dyp, 6, 6, 12, 12, pa, sa, 1, 1, 1, 1, 3, 3, 2, 2, t2);
-        rules_ad_ta_to_arr_f32_rev(pa, sa, 1, 1, 1, 1, xp, dxp, 8, 8, 16, 16, 3, 3, 2, 2, t1);
+        rules_ad_ta_arr_to_host_f32_rev(yp, dyp, 6, 6, 12, 12, pa, sa, 1, 1, 1, 1, 3, 3, 2, 2);
+        rules_ad_ta_to_arr_f32_rev(pa, sa, 1, 1, 1, 1, xp, dxp, 8, 8, 16, 16, 3, 3, 2, 2);
     }
     assert_eq!(error_text(), "");
     assert_eq!(dx, [2.0, 4.0, 6.0, 0.0, 8.0, 10.0, 12.0, 0.0]);
@@ -269,21 +269,21 @@ fn gpu_array_bridges_array_to_array_memset_and_fill() {
         // SAFETY: live handles (here and below); each tape once.
         unsafe {
             // b[(0,0) 2×2] ← a[(2,1) 2×2]; reverse: da[box] += db[box] (3), db[box] ← 0.
-            let t = rules_ad_ta_arr_to_arr_f32_aug(
+            rules_ad_ta_arr_to_arr_f32_aug(
                 hb, hdb, 0, 0, 0, 0, 0, 0, ha, hda, 2, 2, 1, 1, 0, 0, 2, 2, 2, 2, 1, 1,
             );
-            assert!(!t.is_null(), "{}", error_text());
+            assert!(aug_ok(), "{}", error_text());
             rules_ad_ta_arr_to_arr_f32_rev(
-                hb, hdb, 0, 0, 0, 0, 0, 0, ha, hda, 2, 2, 1, 1, 0, 0, 2, 2, 2, 2, 1, 1, t,
+                hb, hdb, 0, 0, 0, 0, 0, 0, ha, hda, 2, 2, 1, 1, 0, 0, 2, 2, 2, 2, 1, 1,
             );
             // a[(1,0) 3×1] ← 0; reverse: da there ← 0.
-            let t = rules_ad_ta_zero_rows_f32_aug(ha, hda, 1, 1, 0, 0, 3, 3, 1, 1);
-            assert!(!t.is_null(), "{}", error_text());
-            rules_ad_ta_zero_rows_f32_rev(ha, hda, 1, 1, 0, 0, 3, 3, 1, 1, t);
+            rules_ad_ta_zero_rows_f32_aug(ha, hda, 1, 1, 0, 0, 3, 3, 1, 1);
+            assert!(aug_ok(), "{}", error_text());
+            rules_ad_ta_zero_rows_f32_rev(ha, hda, 1, 1, 0, 0, 3, 3, 1, 1);
             // b[(0,2) 4×1] ← 9; reverse: d_v = Σ db there (3 · 4 = 12), db there ← 0.
-            let t = rules_ad_ta_fill_rows_f32_aug(hb, hdb, 9.0, 0, 0, 2, 2, 4, 4, 1, 1);
-            assert!(!t.is_null(), "{}", error_text());
-            let dv = rules_ad_ta_fill_rows_f32_rev(hb, hdb, 9.0, 0, 0, 2, 2, 4, 4, 1, 1, t);
+            rules_ad_ta_fill_rows_f32_aug(hb, hdb, 9.0, 0, 0, 2, 2, 4, 4, 1, 1);
+            assert!(aug_ok(), "{}", error_text());
+            let dv = rules_ad_ta_fill_rows_f32_rev(hb, hdb, 9.0, 0, 0, 2, 2, 4, 4, 1, 1);
             assert_eq!(dv, 12.0);
         }
         assert_eq!(error_text(), "");
@@ -349,10 +349,10 @@ fn gpu_array_bridges_refuse_misuse_and_change_nothing() {
         let (hc, hdc) = pc.split();
         let (hc, hdc) = ptrs(hc, &*hdc);
         let mut out = Vec::new();
-        let mut case = |name: &'static str, f: &dyn Fn() -> *mut core::ffi::c_void| {
-            let t = f();
+        let mut case = |name: &'static str, f: &dyn Fn()| {
+            f();
             out.push((name, error_text()));
-            assert!(t.is_null(), "{name}: refused");
+            assert!(!aug_ok(), "{name}: refused");
         };
         // SAFETY (every closure): live handles and slices; the refusals come before any use.
         let arr_to_arr = |d: (_, _), s: (_, _)| unsafe {
@@ -432,9 +432,9 @@ fn gpu_array_bridges_raw_shadow_side_from_pinned_memory() {
         let (hp, hdp) = ptrs(hp, &*hdp);
         // SAFETY: live handles; the tape once.
         unsafe {
-            let t = rules_ad_ta_upload_raw_f32_aug(ha, hda, hp, hdp);
-            assert!(!t.is_null(), "{}", error_text());
-            rules_ad_ta_upload_raw_f32_rev(ha, hda, hp, hdp, t);
+            rules_ad_ta_upload_raw_f32_aug(ha, hda, hp, hdp);
+            assert!(aug_ok(), "{}", error_text());
+            rules_ad_ta_upload_raw_f32_rev(ha, hda, hp, hdp);
         }
         assert_eq!(error_text(), "");
     }

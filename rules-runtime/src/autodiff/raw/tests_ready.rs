@@ -3,6 +3,7 @@
 //! other kinds need a GPU (`--ignored gpu_ready_`). The same bridges run under Enzyme in
 //! `examples/autodiff` (its `ready` cases).
 use super::ready::{for_f32 as b, for_f64};
+use super::tapes::aug_ok;
 use crate::autodiff::{AdBuf, AdPair, copies, take_error};
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
@@ -20,16 +21,16 @@ fn seed_reverse(dev: &AdBuf<f32>, ddev: &AdBuf<f32>) -> [f32; 3] {
     let (mut x, mut dx) = ([1.0f32, 2.0, 3.0], [0.0f32; 3]);
     let (mut h, mut dh) = ([0.0f32; 3], [0.0f32; 3]);
     // SAFETY (every call): live handles of one pair, arrays of 3 elements and their shadows.
-    let up = unsafe { b::htod_aug(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
-    assert!(!up.is_null(), "{}", error_text());
-    let down = unsafe { b::dtoh_aug(h.as_mut_ptr(), dh.as_mut_ptr(), 3, 3, dev, ddev) };
-    assert!(!down.is_null(), "{}", error_text());
+    unsafe { b::htod_aug(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
+    assert!(aug_ok(), "{}", error_text());
+    unsafe { b::dtoh_aug(h.as_mut_ptr(), dh.as_mut_ptr(), 3, 3, dev, ddev) };
+    assert!(aug_ok(), "{}", error_text());
     assert_eq!(h, x, "the primal round trip");
     for (g, v) in dh.iter_mut().zip(&h) {
         *g = 2.0 * v;
     }
-    unsafe { b::dtoh_rev(h.as_mut_ptr(), dh.as_mut_ptr(), 3, 3, dev, ddev, down) };
-    unsafe { b::htod_rev(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3, up) };
+    unsafe { b::dtoh_rev(h.as_mut_ptr(), dh.as_mut_ptr(), 3, 3, dev, ddev) };
+    unsafe { b::htod_rev(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
     assert_eq!(error_text(), "");
     assert_eq!(dh, [0.0; 3], "the destination's derivative is consumed");
     dx
@@ -71,9 +72,9 @@ fn ready_memset_zeros_zeroes_the_value_and_its_derivative() {
     let mut pair = AdPair::new_host(&mut a[..], &mut da[..]).unwrap();
     let (dev, ddev) = pair.split();
     // SAFETY: live handles of one pair.
-    let t = unsafe { for_f64::zeros_aug(dev, ddev) };
-    assert!(!t.is_null(), "{}", error_text());
-    unsafe { for_f64::zeros_rev(dev, ddev, t) };
+    unsafe { for_f64::zeros_aug(dev, ddev) };
+    assert!(aug_ok(), "{}", error_text());
+    unsafe { for_f64::zeros_rev(dev, ddev) };
     assert_eq!(error_text(), "");
     drop(pair);
     assert_eq!((a, da), (vec![0.0; 4], vec![0.0; 4]));
@@ -89,15 +90,15 @@ fn ready_2d_copy_moves_the_box_and_leaves_the_padding() {
     let (dev, ddev) = pair.split();
     let (xp, dxp) = (x.as_mut_ptr(), dx.as_mut_ptr());
     // SAFETY: live handles; `x` and `dx` hold 9 elements.
-    let t = unsafe {
+    unsafe {
         b::box3_htod_aug(
             dev, ddev, 16, 16, 3, 3, xp, dxp, 9, 9, 12, 12, 3, 3, 2, 2, 3, 3, 1, 1,
         )
     };
-    assert!(!t.is_null(), "{}", error_text());
+    assert!(aug_ok(), "{}", error_text());
     unsafe {
         b::box3_htod_rev(
-            dev, ddev, 16, 16, 3, 3, xp, dxp, 9, 9, 12, 12, 3, 3, 2, 2, 3, 3, 1, 1, t,
+            dev, ddev, 16, 16, 3, 3, xp, dxp, 9, 9, 12, 12, 3, 3, 2, 2, 3, 3, 1, 1,
         )
     };
     assert_eq!(error_text(), "");
@@ -120,15 +121,15 @@ fn ready_copies_refuse_bad_input_and_change_nothing() {
     let (mut x, mut dx) = ([1.0f32, 2.0, 3.0], [0.0f32; 3]);
     // Three elements into four: cudarc's copies ask for equal lengths.
     // SAFETY: as in `seed_reverse`.
-    let t = unsafe { b::htod_aug(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
-    assert!(t.is_null());
+    unsafe { b::htod_aug(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
+    assert!(!aug_ok());
     let e = error_text();
     assert!(
         e.starts_with("1: memcpy_htod (augmented primal):") && e.contains("length"),
         "{e}"
     );
     // A box that overruns the destination (3 rows 16 B apart need 12 elements, it has 4).
-    let t = unsafe {
+    unsafe {
         b::box3_htod_aug(
             dev,
             ddev,
@@ -152,11 +153,11 @@ fn ready_copies_refuse_bad_input_and_change_nothing() {
             1,
         )
     };
-    assert!(t.is_null());
+    assert!(!aug_ok());
     assert!(error_text().contains("memcpy_3d_htod (augmented primal)"));
     // A shadow handle in the primal's place.
-    let t = unsafe { b::zeros_aug(ddev, dev) };
-    assert!(t.is_null());
+    unsafe { b::zeros_aug(ddev, dev) };
+    assert!(!aug_ok());
     assert!(error_text().contains("shadow handle"));
     drop(pair);
     assert_eq!((a, da), (vec![0.0; 4], vec![1.0; 4]), "nothing written");
@@ -230,12 +231,12 @@ fn gpu_ready_device_to_device_memset_and_boxes() {
         let (xb, dxb) = pb.split();
         // b ← a (device to device): reverse d_a += d_b, d_b ← 0.
         // SAFETY: live handles of two pairs on one stream.
-        let t = unsafe { b::memcpy_aug(xb, dxb, xa, dxa) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(xb, dxb, xa, dxa, t) };
+        unsafe { b::memcpy_aug(xb, dxb, xa, dxa) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(xb, dxb, xa, dxa) };
         // a ← 0: its derivative zeroed.
-        let t = unsafe { b::zeros_aug(xa, dxa) };
-        assert!(!t.is_null(), "{}", error_text());
+        unsafe { b::zeros_aug(xa, dxa) };
+        assert!(aug_ok(), "{}", error_text());
         assert_eq!(error_text(), "");
     }
     assert_eq!(s.clone_dtoh(&b2).unwrap(), host);
@@ -257,15 +258,15 @@ fn gpu_ready_device_to_device_memset_and_boxes() {
         let (xs, dxs) = ps.split();
         let (xd, dxd) = pd.split();
         // SAFETY: as above.
-        let t = unsafe {
+        unsafe {
             b::box3_aug(
                 xd, dxd, 36, 36, 5, 5, xs, dxs, 40, 40, 5, 5, 7, 7, 5, 5, 1, 1,
             )
         };
-        assert!(!t.is_null(), "{}", error_text());
+        assert!(aug_ok(), "{}", error_text());
         unsafe {
             b::box3_rev(
-                xd, dxd, 36, 36, 5, 5, xs, dxs, 40, 40, 5, 5, 7, 7, 5, 5, 1, 1, t,
+                xd, dxd, 36, 36, 5, 5, xs, dxs, 40, 40, 5, 5, 7, 7, 5, 5, 1, 1,
             )
         };
         assert_eq!(error_text(), "");
@@ -313,8 +314,8 @@ fn gpu_ready_memset_refuses_pinned_memory_and_changes_nothing() {
         let mut pair = AdPair::new(&mut a, &mut da, &s).unwrap();
         let (x, dx) = pair.split();
         // SAFETY: live handles of one pair.
-        let t = unsafe { b::zeros_aug(x, dx) };
-        assert!(t.is_null());
+        unsafe { b::zeros_aug(x, dx) };
+        assert!(!aug_ok());
         assert!(error_text().contains("memset_zeros sets device or unified memory"));
     }
     assert_eq!(a.as_slice().unwrap(), [3.0; 4]);

@@ -12,6 +12,7 @@
 //! `tests_ready_misuse_gpu.rs`) every other kind. Here: the handles and the lengths; the boxes,
 //! tapes and activities are in `tests_ready_misuse_boxes.rs`.
 use super::ready::for_f32 as b;
+use super::tapes::aug_ok;
 use crate::Error;
 use crate::autodiff::{AdBuf, AdError, AdPair, copies, take_error};
 
@@ -46,17 +47,17 @@ fn ready_misuse_an_empty_pairs_shadow_at_the_same_address_is_refused() {
         let (y, dy) = full.split();
         // SAFETY: live handles, `x`, `dx` of 4 elements: what Enzyme passes for
         // `df(&x, &mut dx, y, dy)` with `dy` the swapped-in handle.
-        let t = unsafe { b::htod_aug(y, dy, x.as_mut_ptr(), dx.as_mut_ptr(), 4, 4) };
-        if !t.is_null() {
+        unsafe { b::htod_aug(y, dy, x.as_mut_ptr(), dx.as_mut_ptr(), 4, 4) };
+        if aug_ok() {
             // The rule took the 0-element shadow for 4: its reverse writes through it.
-            unsafe { b::htod_rev(y, dy, x.as_mut_ptr(), dx.as_mut_ptr(), 4, 4, t) };
+            unsafe { b::htod_rev(y, dy, x.as_mut_ptr(), dx.as_mut_ptr(), 4, 4) };
             panic!("accepted: {}", error_text());
         }
         let e = error_text();
         assert!(e.contains("not this buffer's shadow"), "{e}");
         // And every other bridge, on the same handles.
-        let t = unsafe { b::zeros_aug(y, dy) };
-        assert!(t.is_null());
+        unsafe { b::zeros_aug(y, dy) };
+        assert!(!aug_ok());
         assert!(error_text().contains("not this buffer's shadow"));
         unsafe { b::htod_fwd(y, dy, x.as_mut_ptr(), dx.as_mut_ptr(), 4, 4) };
         assert!(error_text().contains("not this buffer's shadow"));
@@ -81,12 +82,12 @@ fn ready_misuse_a_handle_copied_onto_itself_is_the_identity() {
         let dxp: *const AdBuf<f32> = dx;
         // SAFETY: live handles of one pair, both sides the same argument (Enzyme passes each
         // argument's own shadow).
-        let t = unsafe { b::memcpy_aug(x, dxp, x, dxp) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(x, dxp, x, dxp, t) };
-        let t = unsafe { b::box3_aug(x, dxp, 8, 8, 2, 2, x, dxp, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::box3_rev(x, dxp, 8, 8, 2, 2, x, dxp, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1, t) };
+        unsafe { b::memcpy_aug(x, dxp, x, dxp) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(x, dxp, x, dxp) };
+        unsafe { b::box3_aug(x, dxp, 8, 8, 2, 2, x, dxp, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::box3_rev(x, dxp, 8, 8, 2, 2, x, dxp, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1) };
         unsafe { b::memcpy_fwd(x, dxp, x, dxp) };
         assert_eq!(error_text(), "");
     }
@@ -154,19 +155,19 @@ fn ready_misuse_swapped_shadows_are_refused_in_every_mode() {
         let (y, dy) = pc.split();
         let dy: *const AdBuf<f32> = dy;
         // SAFETY (each call): live handles, as Enzyme passes them.
-        let t = unsafe { b::memcpy_aug(x, dx, y, dy) };
-        assert!(t.is_null());
+        unsafe { b::memcpy_aug(x, dx, y, dy) };
+        assert!(!aug_ok());
         assert!(error_text().contains("not this buffer's shadow"));
         unsafe { b::memcpy_fwd(x, dx, y, dy) };
         assert!(error_text().contains("not this buffer's shadow"));
         // Each pair's own shadow back in its place: accepted (the swap is only refused where
         // it mismatches); its reverse consumes the tape.
-        let t = unsafe { b::memcpy_aug(x, dy, y, dx) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(x, dy, y, dx, t) };
+        unsafe { b::memcpy_aug(x, dy, y, dx) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(x, dy, y, dx) };
         assert_eq!(error_text(), "");
-        let t = unsafe { b::zeros_aug(x, dx) };
-        assert!(t.is_null());
+        unsafe { b::zeros_aug(x, dx) };
+        assert!(!aug_ok());
         assert!(error_text().contains("not this buffer's shadow"));
     }
     // Only the accepted call wrote: a ← c, dc += da, da ← 0.
@@ -210,14 +211,14 @@ fn ready_misuse_unequal_lengths_are_refused() {
         length_mismatch(5);
         let (dx, dy): (*const AdBuf<f32>, *const AdBuf<f32>) = (dx, dy);
         // SAFETY (each call): live handles of two pairs; `h4`, `h2` as their lengths say.
-        let t = unsafe { b::memcpy_aug(x, dx, y, dy) };
-        assert!(t.is_null());
+        unsafe { b::memcpy_aug(x, dx, y, dy) };
+        assert!(!aug_ok());
         assert!(matches!(
             error(),
             AdError::Rule(Error::LengthMismatch { .. })
         ));
-        let t = unsafe { b::dtoh_aug(h2.as_mut_ptr(), h4.as_mut_ptr(), 2, 2, y, dy) };
-        assert!(t.is_null());
+        unsafe { b::dtoh_aug(h2.as_mut_ptr(), h4.as_mut_ptr(), 2, 2, y, dy) };
+        assert!(!aug_ok());
         assert!(matches!(
             error(),
             AdError::Rule(Error::LengthMismatch { .. })
@@ -252,9 +253,9 @@ fn ready_misuse_empty_buffers() {
         copies::memcpy_3d(x, (0, 0), y, (0, 0), (0, 0, 0));
         assert_eq!(error_text(), "");
         // SAFETY: live handles of two empty pairs.
-        let t = unsafe { b::memcpy_aug(x, dx, y, dy) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(x, dx, y, dy, t) };
+        unsafe { b::memcpy_aug(x, dx, y, dy) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(x, dx, y, dy) };
         assert_eq!(error_text(), "");
         let length_mismatch = |k| {
             let e = error();

@@ -1,9 +1,9 @@
 //! The ready-made copies' boxes, tapes, activities, threads and symbols against what safe code
 //! and Enzyme on safe code can make them do (see `tests_ready_misuse.rs`).
 use super::ready::for_f32 as b;
+use super::tapes::{aug_ok, saved_len};
 use crate::Error;
 use crate::autodiff::{AdBuf, AdError, AdPair, copies};
-use core::ptr::null_mut;
 
 use super::tests_ready_misuse::{error, error_text};
 
@@ -56,12 +56,12 @@ fn ready_misuse_bad_boxes_change_nothing() {
             assert!(e.starts_with("1: memcpy_3d_dtoh (primal)"), "{what}: {e}");
             let ((dp, dr), (sp, sr), (w, hh, d)) = (*dl, *sl, *shape);
             // SAFETY: live handles of two pairs.
-            let t = unsafe {
+            unsafe {
                 b::box3_aug(
                     x, dx, dp, dp, dr, dr, y, dy, sp, sp, sr, sr, w, w, hh, hh, d, d,
                 )
             };
-            assert!(t.is_null(), "{what}");
+            assert!(!aug_ok(), "{what}");
             let e = error_text();
             assert!(
                 e.starts_with("1: memcpy_3d (augmented primal)"),
@@ -110,18 +110,18 @@ fn ready_misuse_empty_boxes_copy_nothing() {
             }
             let ((dp, dr), (sp, sr), (w, h, d)) = (dl, sl, shape);
             // SAFETY: live handles of two pairs.
-            let t = unsafe {
+            unsafe {
                 b::box3_aug(
                     x, dx, dp, dp, dr, dr, y, dy, sp, sp, sr, sr, w, w, h, h, d, d,
                 )
             };
-            if t.is_null() {
+            if !aug_ok() {
                 refused.push(format!("{dl:?} {sl:?} {shape:?}: {}", error_text()));
                 continue;
             }
             unsafe {
                 b::box3_rev(
-                    x, dx, dp, dp, dr, dr, y, dy, sp, sp, sr, sr, w, w, h, h, d, d, t,
+                    x, dx, dp, dp, dr, dr, y, dy, sp, sp, sr, sr, w, w, h, h, d, d,
                 )
             };
             assert_eq!(error_text(), "", "{dl:?} {sl:?} {shape:?}");
@@ -177,8 +177,8 @@ fn ready_misuse_overlapping_boxes_of_one_handle_are_refused() {
             AdError::Rule(Error::PartialOverlap { .. })
         ));
         // SAFETY: live handles of one pair, as Enzyme passes them.
-        let t = unsafe { b::box3_aug(x, dx, 16, 16, 2, 2, x, dx, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1) };
-        assert!(t.is_null());
+        unsafe { b::box3_aug(x, dx, 16, 16, 2, 2, x, dx, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1) };
+        assert!(!aug_ok());
         assert!(matches!(
             error(),
             AdError::Rule(Error::PartialOverlap { .. })
@@ -205,15 +205,15 @@ fn ready_misuse_3d_box_leaves_row_and_slice_padding() {
         let (ys, dys) = py.split();
         let dys: *const AdBuf<f32> = dys;
         // SAFETY: live handles of two pairs.
-        let t = unsafe {
+        unsafe {
             b::box3_aug(
                 ys, dys, 16, 16, 4, 4, xs, dxs, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2,
             )
         };
-        assert!(!t.is_null(), "{}", error_text());
+        assert!(aug_ok(), "{}", error_text());
         unsafe {
             b::box3_rev(
-                ys, dys, 16, 16, 4, 4, xs, dxs, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2, t,
+                ys, dys, 16, 16, 4, 4, xs, dxs, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2,
             )
         };
         assert_eq!(error_text(), "");
@@ -247,8 +247,9 @@ fn ready_misuse_3d_box_leaves_row_and_slice_padding() {
     }
 }
 
-/// Held: a reverse without its tape, with the tape of a call on other buffers, or with other
-/// activities than its augmented primal's is refused and writes no derivative.
+/// Held: a reverse without an augmented primal, or whose arguments (buffers, activities, box) are
+/// not those of the last augmented primal on its thread, takes no tape (that entry stays for its
+/// own reverse), is refused and writes no derivative.
 #[test]
 fn ready_misuse_tapes_of_other_calls_are_refused() {
     let (mut a, mut da) = (vec![1.0f32; 3], vec![2.0f32; 3]);
@@ -264,29 +265,41 @@ fn ready_misuse_tapes_of_other_calls_are_refused() {
         let dy: *const AdBuf<f32> = dy;
         let (z, dz) = pe.split();
         let dz: *const AdBuf<f32> = dz;
-        // SAFETY (each call): live handles; each non-null tape goes to one reverse.
-        unsafe { b::memcpy_rev(x, dx, y, dy, null_mut()) };
-        assert!(matches!(error(), AdError::NoTape));
-        // x ← y, its tape handed to the reverse of x ← z.
-        let t = unsafe { b::memcpy_aug(x, dx, y, dy) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(x, dx, z, dz, t) };
-        assert!(matches!(error(), AdError::Rule(Error::TapeMismatch(_))));
+        let before = saved_len();
+        // SAFETY (each call): live handles.
+        unsafe { b::memcpy_rev(x, dx, y, dy) };
+        assert!(matches!(error(), AdError::TapeOrder));
+        // x ← y, then the reverse of x ← z.
+        unsafe { b::memcpy_aug(x, dx, y, dy) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(x, dx, z, dz) };
+        assert!(matches!(error(), AdError::TapeOrder));
         // An augmented primal with a Const source (its shadow slot holds the primal), its
         // reverse with the source active.
-        let t = unsafe { b::memcpy_aug(x, dx, z, z) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(x, dx, z, dz, t) };
-        assert!(matches!(error(), AdError::ActivityChanged { .. }));
+        unsafe { b::memcpy_aug(x, dx, z, z) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(x, dx, z, dz) };
+        assert!(matches!(error(), AdError::TapeOrder));
         // A box tape for another box shape.
-        let t = unsafe { b::box3_aug(x, dx, 4, 4, 3, 3, y, dy, 4, 4, 3, 3, 1, 1, 3, 3, 1, 1) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::box3_rev(x, dx, 4, 4, 3, 3, y, dy, 4, 4, 3, 3, 1, 1, 2, 2, 1, 1, t) };
-        assert!(matches!(error(), AdError::Rule(Error::TapeMismatch(_))));
+        unsafe { b::box3_aug(x, dx, 4, 4, 3, 3, y, dy, 4, 4, 3, 3, 1, 1, 3, 3, 1, 1) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::box3_rev(x, dx, 4, 4, 3, 3, y, dy, 4, 4, 3, 3, 1, 1, 2, 2, 1, 1) };
+        assert!(matches!(error(), AdError::TapeOrder));
+        // Every augmented primal's entry is still there, the last on top: its own reverse takes
+        // it, and then the one below is the next reverse's.
+        assert_eq!(saved_len(), before + 3);
+        unsafe { b::box3_rev(x, dx, 4, 4, 3, 3, y, dy, 4, 4, 3, 3, 1, 1, 3, 3, 1, 1) };
+        assert_eq!(error_text(), "");
+        assert_eq!(saved_len(), before + 2);
+        unsafe { b::memcpy_rev(x, dx, z, z) };
+        assert_eq!(error_text(), "");
+        assert_eq!(saved_len(), before + 1);
     }
-    // The augmented primals copied (x ← y, then x ← z, then x ← y's box); no reverse ran.
+    // The augmented primals copied (x ← y, then x ← z, then x ← y's box). The box's reverse (3 rows
+    // of one element, 4 B apart: all three) added dx into dy and zeroed it; the Const-source
+    // copy's reverse zeroed dx (already zero); no other reverse ran.
     assert_eq!(a, [3.0; 3]);
-    assert_eq!((da, dc, de), (vec![2.0; 3], vec![4.0; 3], vec![6.0; 3]));
+    assert_eq!((da, dc, de), (vec![0.0; 3], vec![6.0; 3], vec![6.0; 3]));
 }
 
 /// Held: a destination Enzyme treats as inactive (its shadow slot holds the primal) with an
@@ -300,12 +313,12 @@ fn ready_misuse_an_inactive_destination_is_refused_before_the_copy() {
         let mut pa = AdPair::new_host(&mut a[..], &mut da[..]).unwrap();
         let (x, _) = pa.split();
         // SAFETY (each call): a live handle in its own shadow slot; `src`, `dsrc` of 3.
-        let t = unsafe { b::htod_aug(x, x, src.as_mut_ptr(), dsrc.as_mut_ptr(), 3, 3) };
-        assert!(t.is_null());
+        unsafe { b::htod_aug(x, x, src.as_mut_ptr(), dsrc.as_mut_ptr(), 3, 3) };
+        assert!(!aug_ok());
         assert!(matches!(error(), AdError::InactiveDestination { .. }));
         unsafe { b::htod_fwd(x, x, src.as_mut_ptr(), dsrc.as_mut_ptr(), 3, 3) };
         assert!(matches!(error(), AdError::InactiveDestination { .. }));
-        let t = unsafe {
+        unsafe {
             b::box3_htod_aug(
                 x,
                 x,
@@ -329,7 +342,7 @@ fn ready_misuse_an_inactive_destination_is_refused_before_the_copy() {
                 1,
             )
         };
-        assert!(t.is_null());
+        assert!(!aug_ok());
         assert!(matches!(error(), AdError::InactiveDestination { .. }));
     }
     assert_eq!((a, da), (vec![1.0; 3], vec![2.0; 3]));
@@ -351,9 +364,9 @@ fn ready_misuse_a_pageable_source_is_only_read() {
         assert_eq!(error_text(), "");
         let s = SRC.as_ptr().cast_mut();
         // SAFETY: live handles; the source in its own shadow slot (Const): never written.
-        let t = unsafe { b::htod_aug(x, dx, s, s, 4, 4) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::htod_rev(x, dx, s, s, 4, 4, t) };
+        unsafe { b::htod_aug(x, dx, s, s, 4, 4) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::htod_rev(x, dx, s, s, 4, 4) };
         unsafe { b::htod_fwd(x, dx, s, s, 4, 4) };
         assert_eq!(error_text(), "");
     }

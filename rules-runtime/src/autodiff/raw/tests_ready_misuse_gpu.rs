@@ -1,6 +1,7 @@
 //! The ready-made copies on the GPU against what safe code can make them do (see
 //! `tests_ready_misuse.rs`): `--ignored gpu_ready_misuse_`.
 use super::ready::for_f32 as b;
+use super::tapes::aug_ok;
 use crate::Error;
 use crate::autodiff::{AdBuf, AdError, AdPair, copies};
 
@@ -34,8 +35,8 @@ fn gpu_ready_misuse_handles_of_two_streams_are_refused() {
         copies::memcpy_2d(x, 8, y, 8, (2, 2));
         assert!(error_text().contains("two streams"));
         // SAFETY: live handles of two pairs.
-        let t = unsafe { b::memcpy_aug(x, dx, y, dy) };
-        assert!(t.is_null());
+        unsafe { b::memcpy_aug(x, dx, y, dy) };
+        assert!(!aug_ok());
         assert!(error_text().contains("two streams"));
     }
     s1.synchronize().unwrap();
@@ -63,9 +64,9 @@ fn gpu_ready_misuse_a_host_pair_mixed_with_a_device_pair() {
         let dy: *const AdBuf<f32> = dy;
         // y ← x (host to device), then its reverse: dx += dy, dy ← 0.
         // SAFETY: live handles of two pairs.
-        let t = unsafe { b::memcpy_aug(y, dy, x, dx) };
-        assert!(!t.is_null(), "{}", error_text());
-        unsafe { b::memcpy_rev(y, dy, x, dx, t) };
+        unsafe { b::memcpy_aug(y, dy, x, dx) };
+        assert!(aug_ok(), "{}", error_text());
+        unsafe { b::memcpy_rev(y, dy, x, dx) };
         assert_eq!(error_text(), "");
         // And back, the safe call: x ← y.
         copies::memcpy(x, y);
@@ -89,8 +90,8 @@ fn gpu_ready_misuse_memset_of_pageable_memory_with_a_stream_is_refused() {
         copies::memset_zeros(x);
         assert!(error_text().contains("memset_zeros sets device or unified memory"));
         // SAFETY: live handles of one pair.
-        let t = unsafe { b::zeros_aug(x, dx) };
-        assert!(t.is_null());
+        unsafe { b::zeros_aug(x, dx) };
+        assert!(!aug_ok());
         assert!(error_text().contains("memset_zeros sets device or unified memory"));
     }
     assert_eq!((a, da), (vec![3.0; 4], vec![1.0; 4]));
@@ -192,15 +193,15 @@ fn gpu_ready_misuse_3d_box_leaves_row_and_slice_padding_on_the_device() {
         let (yh, dyh) = py.split();
         let dyh: *const AdBuf<f32> = dyh;
         // SAFETY: live handles of two pairs on one stream.
-        let t = unsafe {
+        unsafe {
             b::box3_aug(
                 yh, dyh, 16, 16, 4, 4, xh, dxh, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2,
             )
         };
-        assert!(!t.is_null(), "{}", error_text());
+        assert!(aug_ok(), "{}", error_text());
         unsafe {
             b::box3_rev(
-                yh, dyh, 16, 16, 4, 4, xh, dxh, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2, t,
+                yh, dyh, 16, 16, 4, 4, xh, dxh, 12, 12, 3, 3, 2, 2, 3, 3, 2, 2,
             )
         };
         assert_eq!(error_text(), "");

@@ -64,7 +64,7 @@ fn a_pitched_copy_moves_the_box_cotangent_and_leaves_padding_alone() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, [1.0, 2.0, -1.0, -1.0, 3.0, 4.0, -1.0, -1.0]);
     dy = [1.0, 2.0, 7.0, 7.0, 3.0, 4.0, 7.0, 7.0];
     // SAFETY: as above, and the tape of that call.
@@ -99,7 +99,7 @@ fn a_box_beyond_its_side_is_refused_before_anything_runs() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(tape.is_null());
+    assert!(tape.is_none());
     let text = error_text();
     assert!(text.contains("r (augmented primal): bad region for dst: the box reaches element 10 but the buffer holds 7"), "{text}");
     assert_eq!(y, [-1.0; 7], "nothing copied");
@@ -111,7 +111,7 @@ fn a_memset_has_no_source_and_zeroes_its_cotangent() {
     let make = |_| Ok(Memset(set_rule(1, 2, 0)));
     // SAFETY: a live array; `Absent` is never read.
     let tape = unsafe { bridge_aug("m", make, slice(&mut y, &mut dy, false), Side::Absent) };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, [1.0, 0.0, 0.0]);
     // SAFETY: as above, and the tape of that call.
     unsafe { bridge_rev("m", make, slice(&mut y, &mut dy, false), Side::Absent, tape) };
@@ -144,7 +144,7 @@ fn a_fill_returns_the_derivative_of_its_value() {
     let make = |_| Ok(Fill(fill_rule(1, 2)));
     // SAFETY: a live array.
     let tape = unsafe { fill_aug("f", make, slice(&mut y, &mut dy, false), 7.0) };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, [1.0, 7.0, 7.0, 1.0]);
     dy = [1.0, 2.0, 3.0, 4.0];
     // SAFETY: as above, and the tape of that call.
@@ -165,21 +165,13 @@ fn a_fill_of_an_inactive_destination_has_a_zero_derivative_and_a_failed_one_reco
     let make = |_| Ok(Fill(fill_rule(1, 2)));
     // SAFETY: a live array; its shadow slot holds the primal (inactive).
     let tape = unsafe { fill_aug("f", make, slice(&mut y, &mut dy, true), 7.0) };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     // SAFETY: as above, and the tape of that call.
     let dv = unsafe { fill_rev("f", make, slice(&mut y, &mut dy, true), 7.0, tape) };
     assert_eq!((error_text(), dv), (String::new(), 0.0));
     // A reverse whose augmented primal failed: no tape, d_v = 0 and the error recorded.
     // SAFETY: a null tape.
-    let dv = unsafe {
-        fill_rev(
-            "f",
-            make,
-            slice(&mut y, &mut dy, false),
-            7.0,
-            core::ptr::null_mut(),
-        )
-    };
+    let dv = unsafe { fill_rev("f", make, slice(&mut y, &mut dy, false), 7.0, None) };
     assert_eq!(dv, 0.0);
     assert!(error_text().contains("f (reverse): no tape"));
 }
@@ -204,7 +196,7 @@ fn a_copy_with_restore_is_bridged_as_a_region_rule_and_restores() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(!tape.is_null(), "{}", error_text());
+    assert!(tape.is_some(), "{}", error_text());
     assert_eq!(y, [1.0, 2.0, 7.0]);
     dy = [3.0, 4.0, 5.0];
     // SAFETY: as above, and the tape of that call.
@@ -234,7 +226,7 @@ fn an_absent_side_is_refused_where_the_rule_has_one() {
             Side::Absent,
         )
     };
-    assert!(tape.is_null());
+    assert!(tape.is_none());
     assert!(
         error_text().contains("the sides do not fit the rule"),
         "a copy without a source"
@@ -249,7 +241,7 @@ fn an_absent_side_is_refused_where_the_rule_has_one() {
             slice(&mut x, &mut dx, false),
         )
     };
-    assert!(tape.is_null());
+    assert!(tape.is_none());
     assert!(
         error_text().contains("the sides do not fit the rule"),
         "a memset with a source"

@@ -4,10 +4,10 @@
 use super::rules::{AdRefRule, DstAct, SrcAct};
 use super::{RefSide, handle_error};
 use crate::autodiff::raw::bridge::{Streams, UnwindWait, finished};
+use crate::autodiff::raw::tapes::Tape;
 use crate::autodiff::{AdError, Bridge, record};
 use std::borrow::{Borrow, BorrowMut};
 use std::cell::Cell;
-use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -224,7 +224,7 @@ struct ArrayTape<Tp> {
     active: [bool; 2],
 }
 
-/// The augmented primal of an array rule; returns the boxed tape, or null after recording the
+/// The augmented primal of an array rule; returns the boxed tape, or `None` after recording the
 /// error.
 ///
 /// # Safety
@@ -234,7 +234,7 @@ pub unsafe fn array_aug<'h, D, S, R>(
     make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
     dst: D,
     src: Option<S>,
-) -> *mut c_void
+) -> Tape
 where
     D: RefSide<'h>,
     S: RefSide<'h>,
@@ -247,35 +247,30 @@ where
         let (dst, src, active) = acts(&mut d, &mut s)?;
         let tape = rule.aug(dst, src).map_err(AdError::Rule);
         let tape = finished(st, tape)?;
-        let boxed = Box::new(ArrayTape::<R::Tape> { tape, active });
-        Ok(Box::into_raw(boxed).cast::<c_void>())
+        Ok(Box::new(ArrayTape::<R::Tape> { tape, active }) as _)
     })
-    .unwrap_or(core::ptr::null_mut())
 }
 
 /// The reverse of an array rule, with the tape of [`array_aug`].
 ///
 /// # Safety
-/// As [`array_aug`]; `tape` is null or what [`array_aug`] returned for this call (the same rule
-/// type `R`), not used again.
+/// As [`array_aug`]; `tape` is what [`array_aug`] returned for this call.
 pub unsafe fn array_rev<'h, D, S, R>(
     name: &'static str,
     make: impl FnOnce(Streams<'h>) -> Result<R, AdError>,
     dst: D,
     src: Option<S>,
-    tape: *mut c_void,
+    tape: Tape,
 ) where
     D: RefSide<'h>,
     S: RefSide<'h>,
     R: AdRefRule<'h, D::Buf, S::Buf>,
 {
     let _ = record((name, Bridge::Rev), || {
-        if tape.is_null() {
-            return Err(AdError::NoTape);
-        }
-        // SAFETY: a tape of `array_aug` for this `R`, taken once (this function's contract).
-        let ArrayTape { tape, active } =
-            unsafe { *Box::from_raw(tape.cast::<ArrayTape<R::Tape>>()) };
+        let ArrayTape { tape, active } = *tape
+            .ok_or(AdError::NoTape)?
+            .downcast::<ArrayTape<R::Tape>>()
+            .map_err(|_| AdError::TapeOrder)?;
         // SAFETY: this function's contract.
         let (_e, st, mut rule, mut d, mut s) = unsafe { prepare(make, dst, src)? };
         let _unwind = st.wait_on_unwind();

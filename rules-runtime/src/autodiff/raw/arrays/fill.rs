@@ -7,12 +7,12 @@ use super::bridge::{Entered, ref_streams};
 use super::rules::RefFill;
 use crate::activity::{Active, Const, Dual, Duplicated};
 use crate::autodiff::raw::bridge::{Streams, finished};
+use crate::autodiff::raw::tapes::Tape;
 use crate::autodiff::{AdError, Bridge, record};
 use crate::element::Differentiable;
 use crate::memory::{ShadowMemory, ShadowRead};
 use crate::rules::{FillRule, RegionTape};
 use std::borrow::BorrowMut;
-use std::ffi::c_void;
 
 /// The fill's rule object and its destination opened.
 ///
@@ -106,7 +106,7 @@ pub unsafe fn array_fill_aug<'h, D, R>(
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
     dst: D,
     v: <D::Buf as ShadowRead>::Elem,
-) -> *mut c_void
+) -> Tape
 where
     D: RefSide<'h>,
     D::Buf: ShadowMemory,
@@ -124,9 +124,8 @@ where
             None => rule.augmented_primal(Const(p.borrow_mut()), Active(v)),
         };
         let tape = finished(st, tape.map_err(AdError::Rule))?;
-        Ok(Box::into_raw(Box::new(FillTape { tape, active })).cast::<c_void>())
+        Ok(Box::new(FillTape { tape, active }) as _)
     })
-    .unwrap_or(core::ptr::null_mut())
 }
 
 /// The reverse of a fill of an array: zeroes `d_dst[R]` and returns `d_v = Σ_R d_dst` (zero
@@ -139,7 +138,7 @@ pub unsafe fn array_fill_rev<'h, D, R>(
     make: impl FnOnce(Streams<'h>) -> Result<RefFill<R>, AdError>,
     dst: D,
     v: <D::Buf as ShadowRead>::Elem,
-    tape: *mut c_void,
+    tape: Tape,
 ) -> <D::Buf as ShadowRead>::Elem
 where
     D: RefSide<'h>,
@@ -148,12 +147,10 @@ where
 {
     type Tp<D> = RegionTape<<D as ShadowRead>::Elem>;
     record((name, Bridge::Rev), || {
-        if tape.is_null() {
-            return Err(AdError::NoTape);
-        }
-        // SAFETY: a tape of `array_fill_aug` for this `D`, taken once (this function's contract).
-        let FillTape { tape, active } =
-            unsafe { *Box::from_raw(tape.cast::<FillTape<Tp<D::Buf>>>()) };
+        let FillTape { tape, active } = *tape
+            .ok_or(AdError::NoTape)?
+            .downcast::<FillTape<Tp<D::Buf>>>()
+            .map_err(|_| AdError::TapeOrder)?;
         // SAFETY: this function's contract.
         let (_e, st, mut rule, (mut p, d)) = unsafe { prepare_fill(make, dst)? };
         let _unwind = st.wait_on_unwind();

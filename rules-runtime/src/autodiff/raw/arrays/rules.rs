@@ -26,8 +26,8 @@ pub enum SrcAct<'a, Y: ?Sized> {
 /// A rule object on references with an array side, as the bridges drive it: a two-buffer region
 /// rule ([`RefRegion`]) or a memset ([`RefMemset`]; no source). Implemented here only.
 pub trait AdRefRule<'s, X: ?Sized, Y: ?Sized> {
-    /// What the augmented primal hands to the reverse.
-    type Tape;
+    /// What the augmented primal hands to the reverse (boxed as a [`super::super::Tape`]).
+    type Tape: 'static;
     /// Whether the rule has a source.
     const SOURCE: bool;
     /// The rule's forward rule (`src` is `None` exactly when the rule has no source).
