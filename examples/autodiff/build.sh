@@ -8,7 +8,8 @@
 # bitcode into the module Enzyme works on.
 # Enzyme's errors do not fail rustc (cargo exits 0; the binary returns zeros or traps), so this
 # script fails when the build output holds an `Enzyme:` error, and on any `Enzyme:` warning but
-# the expected one (docs/autodiff.md, "Reading Enzyme's output"). It prints one line per Enzyme
+# the expected one (docs/autodiff.md, "Reading Enzyme's output"), and on any line of LLVM IR or
+# other text beside those one-line diagnostics (a quiet build). It prints one line per Enzyme
 # diagnostic; the whole output is in the log. A failed build leaves no binary behind: an earlier
 # build's would otherwise stay in target/ and run.
 #
@@ -53,11 +54,18 @@ if [ $rc -ne 0 ]; then
     exit $rc
 fi
 grep -qE '^error.*Enzyme' "$log" && fail "Enzyme reported errors (the binary would compute wrong derivatives)"
-# Expected, once per bridged primal Enzyme augments with an integer argument (every bridge has
-# one); this Enzyme appends the primal's whole IR to it, which stays in the log.
+# Expected, once per bridged primal and way Enzyme augments it (every bridge has an integer
+# argument, which Enzyme treats as constant): one line each (docs/autodiff.md).
 expected='Massaging provided custom augmented forward pass to handle constant argumented'
 unexpected=$(grep -E '^warning.*Enzyme' "$log" | grep -vF "$expected" || true)
 [ -z "$unexpected" ] || fail "Enzyme warnings not known to be harmless (docs/autodiff.md): $unexpected"
+# A quiet build: no LLVM IR in the output (this Enzyme writes a function's IR to stderr after
+# some diagnostics, e.g. for a custom augmented primal that returns a tape: docs/autodiff.md), and
+# every line one of cargo's, a one-line warning or the blank line rustc puts after it.
+ir=$(grep -nE '^define |^ *%[0-9A-Za-z_.]+ = |aug: todiff:|aug foundcalled:' "$log" | head -3 || true)
+[ -z "$ir" ] || fail "LLVM IR in the build's output ($log): $ir"
+other=$(grep -vE '^ *(Compiling|Finished|Updating|Locking|Downloaded|Downloading|Fresh) |^warning: |^$' "$log" | head -3 || true)
+[ -z "$other" ] || fail "lines in the build's output that are not one-line diagnostics ($log): $other"
 if [ -n "${BIN_OUT:-}" ]; then
     mkdir -p "$(dirname "$BIN_OUT")" && cp "$bin" "$BIN_OUT" && strip "$BIN_OUT"
 fi

@@ -272,3 +272,5 @@ mod tests_ready_misuse_boxes;
 mod tests_ready_misuse_gpu;
 #[cfg(test)]
 mod tests_region;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_tapes;

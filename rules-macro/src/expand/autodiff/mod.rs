@@ -10,8 +10,11 @@
 //! - `rules_ad_<name>_<elem>`: the `#[inline(never)] extern "C"` primal Enzyme
 //!   cannot see into (it returns nothing and uses every argument, as Enzyme needs);
 //! - `..._aug` / `..._rev`: its augmented primal and reverse, Enzyme's calling convention (each
-//!   argument followed by its shadow slot; the reverse takes the tape last), which call the rule
-//!   object's `augmented_primal` / `reverse` through the runtime (`__private::ad`);
+//!   argument followed by its shadow slot), which call the rule object's `augmented_primal` /
+//!   `reverse` through the runtime (`__private::ad`). The augmented primal returns nothing: it
+//!   keeps its tape on the runtime's per-thread stack with the call's arguments (`..._args`), and
+//!   the reverse of the same arguments takes it (an augmented primal returning a tape makes
+//!   rustc's Enzyme print both functions' IR into the build's output);
 //! - `__enzyme_register_gradient_rules_ad_<name>_<elem>`: the static Enzyme's `preserve-nvvm`
 //!   pass reads, `[primal, aug, rev]`;
 //! - `<name>_ad` (`<name>_ad_<elem>` for a generic rule): the safe function users call inside the

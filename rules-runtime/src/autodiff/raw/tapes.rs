@@ -26,7 +26,7 @@ pub type Tape = Option<Box<dyn Any>>;
 struct Entry {
     data: Box<dyn Any>,
     /// Whether it holds a tape (the augmented primal did not fail).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "autodiff"))]
     kept: bool,
 }
 
@@ -41,7 +41,7 @@ pub fn save<A: 'static>(args: A, shadows: A, tape: Tape) {
     // During the thread's teardown there is nowhere to keep it: the reverse will find no entry
     // and record the error.
     let entry = Entry {
-        #[cfg(test)]
+        #[cfg(all(test, feature = "autodiff"))]
         kept: tape.is_some(),
         data: Box::new((args, shadows, tape)),
     };
@@ -74,13 +74,13 @@ pub fn take<A: PartialEq + 'static>(name: &'static str, args: &A, shadows: &A) -
 }
 
 /// How many entries this thread holds (tests: every reverse took its own).
-#[cfg(test)]
+#[cfg(all(test, feature = "autodiff"))]
 pub(crate) fn saved_len() -> usize {
     SAVED.with(|s| s.borrow().len())
 }
 
 /// Whether the last augmented primal on this thread kept a tape (tests: it did not fail).
-#[cfg(test)]
+#[cfg(all(test, feature = "autodiff"))]
 pub(crate) fn aug_ok() -> bool {
     SAVED.with(|s| s.borrow().last().is_some_and(|e| e.kept))
 }
