@@ -118,6 +118,14 @@ pub fn take_error() -> Option<(BridgeError, usize)> {
     })
 }
 
+/// How many augmented primals on this thread have kept a tape that no reverse has taken yet:
+/// zero after a differentiated function returns, unless it panicked between an augmented primal
+/// and its reverse (those tapes stay until the thread ends; they never reach a later call's
+/// reverse, which takes only the tape of its own arguments).
+pub fn pending_tapes() -> usize {
+    raw::pending_tapes()
+}
+
 /// How many times the bridges ran, on every thread.
 pub fn calls() -> Calls {
     let [primal, forward, augmented_primal, reverse] = [0, 1, 2, 3].map(|i| CALLS[i].load(Relaxed));

@@ -173,10 +173,15 @@ fn run_loop(
     let mut heap_at = Vec::with_capacity(CALLS_MEASURED + 1);
     let mut rss_at = Vec::with_capacity(CALLS_MEASURED + 1);
     let mut mem_at = Vec::with_capacity(CALLS_MEASURED + 1);
+    // The tapes no reverse took, after every call: none (each augmented primal's tape is taken by
+    // its reverse).
+    let mut pending = Vec::with_capacity(WARM_UP + CALLS_MEASURED);
     let mut first = sweep();
+    pending.push(rules_runtime::autodiff::pending_tapes());
     let mut ok = first.exact();
     for _ in 1..WARM_UP {
         first = sweep();
+        pending.push(rules_runtime::autodiff::pending_tapes());
         ok &= first.exact();
     }
     heap_at.extend(heap_in_use());
@@ -185,6 +190,7 @@ fn run_loop(
     let mut last = first;
     for _ in 0..CALLS_MEASURED {
         last = sweep();
+        pending.push(rules_runtime::autodiff::pending_tapes());
         ok &= last.exact();
         heap_at.extend(heap_in_use());
         rss_at.push(rss());
@@ -200,14 +206,14 @@ fn run_loop(
         )
     };
     let grew = growth(&rss_at);
-    ok &= grew < RSS_SLACK && mem_ok(&mem_at);
+    ok &= grew < RSS_SLACK && mem_ok(&mem_at) && pending.iter().all(|&n| n == 0);
     let mem_line = if mem_at.is_empty() {
         String::new()
     } else {
         format!("; {mem_name} = {mem_at:?} B")
     };
     println!(
-        "{name}: {WARM_UP} + {CALLS_MEASURED} differentiations of {ITERS} iterations, the last: f = {} (want {Y_LOOP}), dx = {:?} (want {DX_LOOP:?}), da = {} (want {DA_LOOP}), augmented primals = {}, reverses = {} (want {} each), error = {:?}; {heap_line}; host RSS after each = {rss_at:?} B (grew {grew} B, limit {RSS_SLACK}){mem_line} -> {}",
+        "{name}: {WARM_UP} + {CALLS_MEASURED} differentiations of {ITERS} iterations, the last: f = {} (want {Y_LOOP}), dx = {:?} (want {DX_LOOP:?}), da = {} (want {DA_LOOP}), augmented primals = {}, reverses = {} (want {} each), error = {:?}; tapes pending after each = {pending:?} (want 0); {heap_line}; host RSS after each = {rss_at:?} B (grew {grew} B, limit {RSS_SLACK}){mem_line} -> {}",
         last.y,
         last.dx,
         last.da,

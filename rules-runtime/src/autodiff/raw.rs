@@ -241,6 +241,7 @@ pub use ready::{Bridged, BridgedBoxes};
 #[cfg(feature = "autodiff")]
 pub use ready_data::{AdData, DataBuffer};
 pub use rules::{AdRule, Linear, Memset, Region};
+pub(crate) use tapes::saved_len as pending_tapes;
 pub use tapes::{save, take};
 
 /// What Enzyme's `preserve-nvvm` pass reads from a registration static:
