@@ -187,14 +187,8 @@ macro_rules! data_bridges {
         #[unsafe(export_name = concat!("rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym))]
         #[inline(never)]
         pub(in crate::autodiff::raw) unsafe extern "C" fn $primal($($a: $ty),*) {
-            // One call, never inlined here, as every bridged primal.
-            #[inline(never)]
-            unsafe extern "C" fn body($($a: $ty),*) {
-                // SAFETY: the arguments come from the safe function's references.
-                unsafe { data_copy($label, Bridge::Primal, $dst, $src) }
-            }
-            // SAFETY: as above.
-            unsafe { body($($a),*) }
+            // SAFETY: the arguments come from the safe function's references.
+            unsafe { data_copy($label, Bridge::Primal, $dst, $src) }
         }
         const _: () = {
             #[unsafe(export_name = concat!("__enzyme_inactivefn_rules_runtime_v", env!("CARGO_PKG_VERSION"), "::", $sym))]
