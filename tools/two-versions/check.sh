@@ -8,8 +8,12 @@
 # are copied with the next patch version (their workspace manifest too: they inherit its package
 # fields and dependencies), a small binary (main.rs) depending on both is built on stable and run
 # (each version's copies on host memory reach their own bridges: the values arrive, and only that
-# version's bridge counters and error slot move), and the binary's symbol table must hold each
-# version's bridges and registrations, at distinct addresses.
+# version's bridge counters and error slot move; the integer copies too where a GPU is found), and
+# the binary's symbol table must hold each version's bridges and registrations, at distinct
+# addresses. The same version twice (one package from two sources) never gets this far: cargo
+# refuses it ("package collision in the lockfile").
+# TWO_VERSIONS_TARGET_DIR: the cargo target directory (target/two-versions); TWO_VERSIONS_DIR: where
+# the copy is written (a directory of its own under $TMPDIR, per checkout).
 set -euo pipefail
 cd "$(dirname "$0")"
 here=$(pwd)

@@ -4,7 +4,7 @@
 //! (`autodiff::calls`) and error slot (`autodiff::take_error`) move, each version having its own.
 //! The copies are on pageable host memory (`AdPair::new_host`), which needs no GPU; the integer
 //! copies need device memory (`AdData`), so they run only where a driver and a device are found.
-//! Exits with 1 at the first disagreement.
+//! Prints every check; exits with 1 if any disagreed.
 
 use std::process::ExitCode;
 
