@@ -81,21 +81,24 @@ address() {
     fi
     echo "$a"
 }
-for sym in memcpy_htod_f32 memcpy_htod_f32_aug memcpy_htod_f32_rev memcpy_htod_f32_fwd memcpy_dtoh_f64 memcpy_htod_i32 \
-    __enzyme_register_gradient_ __enzyme_register_derivative_ __enzyme_inactivefn_ \
-    rules_ad_upload_array_f32; do
-    case $sym in
-    __enzyme_inactivefn_) names=("__enzyme_inactivefn_rules_runtime_v$v0::memcpy_htod_i32" "__enzyme_inactivefn_rules_runtime_v$v1::memcpy_htod_i32") ;;
-    __enzyme_*) names=("${sym}rules_runtime_v$v0::memcpy_htod_f32" "${sym}rules_runtime_v$v1::memcpy_htod_f32") ;;
-    rules_ad_*) names=("rules_runtime::array_rules::${sym}_v$v0" "rules_runtime::array_rules::${sym}_v$v1") ;;
-    *) names=("rules_runtime_v$v0::$sym" "rules_runtime_v$v1::$sym") ;;
-    esac
-    a0=$(address "${names[0]}")
-    a1=$(address "${names[1]}")
+# `@` is the version: the ready-made bridges (a float copy's four, an integer copy's primal) and
+# their registrations, and a rule `#[derivative_rule(.., autodiff)]` generated in rules-runtime.
+for sym in \
+    'rules_runtime_v@::memcpy_htod_f32' 'rules_runtime_v@::memcpy_htod_f32_aug' \
+    'rules_runtime_v@::memcpy_htod_f32_rev' 'rules_runtime_v@::memcpy_htod_f32_fwd' \
+    'rules_runtime_v@::memcpy_dtoh_f64' 'rules_runtime_v@::memcpy_htod_i32' \
+    '__enzyme_register_gradient_rules_runtime_v@::memcpy_htod_f32' \
+    '__enzyme_register_derivative_rules_runtime_v@::memcpy_htod_f32' \
+    '__enzyme_inactivefn_rules_runtime_v@::memcpy_htod_i32' \
+    'rules_runtime::array_rules::rules_ad_upload_array_f32_v@' \
+    '__enzyme_register_gradient_rules_runtime::array_rules::rules_ad_upload_array_f32_v@'; do
+    s0=${sym//@/$v0} s1=${sym//@/$v1}
+    a0=$(address "$s0")
+    a1=$(address "$s1")
     if [ "$a0" = "$a1" ]; then
-        echo "two-versions: \`${names[0]}\` and \`${names[1]}\` are one address ($a0)" >&2
+        echo "two-versions: \`$s0\` and \`$s1\` are one address ($a0)" >&2
         exit 1
     fi
-    echo "ok   ${names[0]} at $a0, ${names[1]} at $a1"
+    echo "ok   $s0 at $a0, $s1 at $a1"
 done
 echo "two-versions: rules-runtime $v0 and $v1 in one binary keep their own bridges, and each call ran its own"
