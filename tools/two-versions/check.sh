@@ -19,9 +19,9 @@ cd "$(dirname "$0")"
 here=$(pwd)
 repo=$(cd ../.. && pwd)
 export CARGO_TARGET_DIR=${TWO_VERSIONS_TARGET_DIR:-$repo/target/two-versions}
-# The copy lives outside the repository: cargo takes the workspace of a path dependency from the
-# roots it has already loaded, nearest ancestor first, so a copy below the repository's root would
-# inherit the repository's version. One place per checkout, so that a second run finds it (and its
+# The copy lives outside the repository: for a path dependency, cargo first looks for a workspace
+# root it has already loaded among the directories above it, so a copy below the repository's root
+# would inherit the repository's manifest (and version), and cargo would refuse the two. One place per checkout, so that a second run finds it (and its
 # build) as the first left it.
 work=${TWO_VERSIONS_DIR:-${TMPDIR:-/tmp}/two-versions-$(printf %s "$repo" | cksum | cut -d' ' -f1)}
 
