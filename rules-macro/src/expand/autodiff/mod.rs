@@ -77,8 +77,8 @@ impl Bridges<'_> {
         let reg_fwd = format_ident!("__enzyme_register_derivative_{base}");
         // The symbols: the module's path, the name and the crate's version, so that two rules of
         // one name in two modules, or two versions of one crate in a binary, each keep their own
-        // (a clash left, such as one crate twice from two sources, is the linker's "multiple
-        // definition" error, never one crate's bridge called for the other's).
+        // (one package at one version from two sources is refused by cargo; a clash left is
+        // the linker's "duplicate symbol" error, never one crate's bridge called for the other's).
         let version = std::env::var("CARGO_PKG_VERSION")
             .map(|v| format!("_v{v}"))
             .unwrap_or_default();
