@@ -17,7 +17,7 @@ use crate::rules::{CopyTape, RawCopyRule, RawMemsetRule, RawRegionRule, RegionTa
 /// The `unsafe` methods have the contract of the wrapped rule's methods (the raw rule traits'):
 /// every pointer valid for what [`AdRule::fits`] checked, for the declared memory kinds.
 pub trait AdRule<'s, T: Differentiable> {
-    /// What the augmented primal hands to the reverse (boxed as a [`super::Tape`]).
+    /// What the augmented primal hands to the reverse (boxed in the bridges' `Tape`).
     type Tape: 'static;
     /// Whether the rule has a source (a memset has none: its source side is `Side::Absent`).
     const SOURCE: bool = true;

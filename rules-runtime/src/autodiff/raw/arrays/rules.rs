@@ -26,7 +26,7 @@ pub enum SrcAct<'a, Y: ?Sized> {
 /// A rule object on references with an array side, as the bridges drive it: a two-buffer region
 /// rule ([`RefRegion`]) or a memset ([`RefMemset`]; no source). Implemented here only.
 pub trait AdRefRule<'s, X: ?Sized, Y: ?Sized> {
-    /// What the augmented primal hands to the reverse (boxed as a [`super::super::Tape`]).
+    /// What the augmented primal hands to the reverse (boxed in the bridges' `Tape`).
     type Tape: 'static;
     /// Whether the rule has a source.
     const SOURCE: bool;
