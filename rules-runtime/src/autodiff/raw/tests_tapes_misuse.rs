@@ -4,7 +4,7 @@
 //! that finds no entry of its own on top is refused with `TapeOrder` and writes nothing; the
 //! bridges are called as Enzyme calls them (each argument followed by its shadow slot).
 use super::ready::{for_f32 as b, for_f64};
-use super::tapes::{aug_ok, save, saved_len};
+use super::tapes::{aug_ok, saved_len};
 use crate::autodiff::{AdBuf, AdError, AdPair, pending_tapes, take_error};
 
 fn error_text() -> String {
@@ -488,9 +488,9 @@ fn finding_a_pending_tape_dropped_after_a_later_thread_local_aborts() {
         struct Key(u8);
         std::thread::spawn(|| {
             // The stack first (its destructor registered first, so run last), then the other.
-            save(Key(0), Key(0), None);
+            super::tapes::save(Key(0), Key(0), None);
             LATER.with(|l| l.borrow_mut().push(0));
-            save(Key(1), Key(1), Some(Box::new(UsesLater)));
+            super::tapes::save(Key(1), Key(1), Some(Box::new(UsesLater)));
         })
         .join()
         .unwrap();
