@@ -120,8 +120,10 @@ pub fn take_error() -> Option<(BridgeError, usize)> {
 
 /// How many augmented primals on this thread have kept a tape that no reverse has taken yet:
 /// zero after a differentiated function returns, unless it panicked between an augmented primal
-/// and its reverse (those tapes stay until the thread ends; they never reach a later call's
-/// reverse, which takes only the tape of its own arguments).
+/// and its reverse, or a reverse was refused ([`AdError::TapeOrder`]). Those tapes stay until the
+/// thread ends, below the entries of later calls, whose reverses (in Enzyme's order) take their
+/// own first; a caller that skipped a reverse could hand a tape to the reverse of another call
+/// with the same arguments, and this count is then the sign of it.
 pub fn pending_tapes() -> usize {
     raw::pending_tapes()
 }

@@ -275,3 +275,5 @@ mod tests_ready_misuse_gpu;
 mod tests_region;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_tapes;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_tapes_misuse;

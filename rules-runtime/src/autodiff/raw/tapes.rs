@@ -10,8 +10,9 @@
 //! type, which each bridge has its own of) and holds the same arguments; otherwise it takes
 //! nothing, records [`AdError::TapeOrder`] and does nothing.
 //!
-//! An entry whose reverse never runs (a differentiated function that panicked between the two)
-//! stays below the later ones until its thread ends, which drops it with its tape.
+//! An entry whose reverse never runs (a differentiated function that panicked between the two),
+//! or whose reverse was refused, stays below the later ones until its thread ends, which drops it
+//! with its tape.
 
 use crate::autodiff::{AdError, Bridge, record};
 use std::any::Any;

@@ -56,23 +56,16 @@ fn a_reverse_on_another_thread_takes_no_tape() {
     // SAFETY: live handles of one pair; arrays of 3.
     unsafe { b::htod_aug(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr(), 3, 3) };
     assert!(aug_ok(), "{}", error_text());
-    let (xp, dxp) = (x.as_mut_ptr() as usize, dx.as_mut_ptr() as usize);
-    let (hp, dhp) = (
-        dev as *const AdBuf<f32> as usize,
-        ddev as *const AdBuf<f32> as usize,
-    );
+    // The pointers as they are (casts through integers lose their provenance under Miri's
+    // strict provenance): the spawning thread waits for the other, so they stay valid.
+    struct Args(*const AdBuf<f32>, *const AdBuf<f32>, *mut f32, *mut f32);
+    // SAFETY: only read on the other thread while this one waits for it.
+    unsafe impl Send for Args {}
+    let args = Args(dev, ddev, x.as_mut_ptr(), dx.as_mut_ptr());
     let there = std::thread::spawn(move || {
+        let args = args;
         // SAFETY: the same live handles and arrays (the spawning thread waits for this one).
-        unsafe {
-            b::htod_rev(
-                hp as *const AdBuf<f32>,
-                dhp as *const AdBuf<f32>,
-                xp as *mut f32,
-                dxp as *mut f32,
-                3,
-                3,
-            )
-        };
+        unsafe { b::htod_rev(args.0, args.1, args.2, args.3, 3, 3) };
         take_error()
     })
     .join()
