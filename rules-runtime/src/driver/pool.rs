@@ -212,15 +212,16 @@ fn defer_drop(released: Vec<Arc<CudaContext>>) {
     if released.is_empty() {
         return;
     }
-    let now = GUARDS.with(|g| {
+    // During the thread's teardown (a tape dropped with the thread's other locals) `GUARDS` may
+    // be gone: no guard is alive then, so the entries go now.
+    let mut released = Some(released);
+    let _ = GUARDS.try_with(|g| {
         let mut g = g.borrow_mut();
-        if g.0 == 0 {
-            Some(released)
-        } else {
-            g.1.extend(released);
-            None
+        if g.0 > 0 {
+            g.1.extend(released.take().into_iter().flatten());
         }
     });
+    let now = released;
     if let Some(released) = now {
         let _current = CurrentContext::save();
         drop(released);
@@ -237,16 +238,24 @@ fn last_use_done(b: &Buffer) -> bool {
 
 /// Restores the calling thread's current context when dropped: the cache binds contexts to do
 /// its work, and must not leave a different one current for the caller.
-pub(crate) struct CurrentContext(Option<sys::CUcontext>);
+pub(crate) struct CurrentContext {
+    saved: Option<sys::CUcontext>,
+    /// Whether this guard is counted in `GUARDS` (not during the thread's teardown, when it may be
+    /// gone already).
+    counted: bool,
+}
 
 impl CurrentContext {
     pub(crate) fn save() -> Self {
-        GUARDS.with(|g| g.borrow_mut().0 += 1);
-        CurrentContext(result::ctx::get_current().ok().flatten())
+        let counted = GUARDS.try_with(|g| g.borrow_mut().0 += 1).is_ok();
+        CurrentContext {
+            saved: result::ctx::get_current().ok().flatten(),
+            counted,
+        }
     }
 
     fn restore(&self) {
-        if let Some(c) = self.0 {
+        if let Some(c) = self.saved {
             // SAFETY: `c` was current on this thread when the guard was made; restoring it is what
             // the caller had. No context the cache released meanwhile has been destroyed yet
             // (`defer_drop`), so `c` is not one the cache destroyed.
@@ -258,15 +267,20 @@ impl CurrentContext {
 impl Drop for CurrentContext {
     fn drop(&mut self) {
         self.restore();
-        let released = GUARDS.with(|g| {
-            let mut g = g.borrow_mut();
-            g.0 -= 1;
-            if g.0 == 0 {
-                core::mem::take(&mut g.1)
-            } else {
-                Vec::new()
-            }
-        });
+        if !self.counted {
+            return;
+        }
+        let released = GUARDS
+            .try_with(|g| {
+                let mut g = g.borrow_mut();
+                g.0 -= 1;
+                if g.0 == 0 {
+                    core::mem::take(&mut g.1)
+                } else {
+                    Vec::new()
+                }
+            })
+            .unwrap_or_default();
         if !released.is_empty() {
             // Dropping them can destroy their contexts, which cudarc binds first: restore again.
             drop(released);

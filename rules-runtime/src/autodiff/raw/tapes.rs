@@ -17,6 +17,7 @@
 use crate::autodiff::{AdError, Bridge, record};
 use std::any::Any;
 use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What an augmented primal hands to its reverse: the rule's tape, boxed, or `None` after the
 /// error the augmented primal recorded.
@@ -31,9 +32,25 @@ struct Entry {
     kept: bool,
 }
 
+/// This thread's entries, the last saved last.
+struct Stack(Vec<Entry>);
+
+impl Drop for Stack {
+    /// At the thread's end (entries left by a differentiation that panicked between an augmented
+    /// primal and its reverse), each entry is dropped on its own: a tape's drop may need a
+    /// thread-local destroyed before this one, and a panic out of a thread-local's destructor
+    /// aborts the process, so one is caught here and its payload leaked.
+    fn drop(&mut self) {
+        for entry in self.0.drain(..).rev() {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(entry))) {
+                core::mem::forget(payload);
+            }
+        }
+    }
+}
+
 thread_local! {
-    /// This thread's entries, the last saved last.
-    static SAVED: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+    static SAVED: RefCell<Stack> = const { RefCell::new(Stack(Vec::new())) };
 }
 
 /// Keeps an augmented primal's tape for its reverse ([`take`]), with the call's arguments `args`
@@ -46,7 +63,7 @@ pub fn save<A: 'static>(args: A, shadows: A, tape: Tape) {
         kept: tape.is_some(),
         data: Box::new((args, shadows, tape)),
     };
-    let _ = SAVED.try_with(|s| s.borrow_mut().push(entry));
+    let _ = SAVED.try_with(|s| s.borrow_mut().0.push(entry));
 }
 
 /// The tape the augmented primal of this call saved: the top entry, if it is of this bridge and
@@ -55,7 +72,7 @@ pub fn save<A: 'static>(args: A, shadows: A, tape: Tape) {
 pub fn take<A: PartialEq + 'static>(name: &'static str, args: &A, shadows: &A) -> Option<Tape> {
     let taken = SAVED
         .try_with(|s| {
-            let mut s = s.borrow_mut();
+            let s = &mut s.borrow_mut().0;
             let ours = s
                 .last()
                 .and_then(|e| e.data.downcast_ref::<(A, A, Tape)>())
@@ -76,11 +93,11 @@ pub fn take<A: PartialEq + 'static>(name: &'static str, args: &A, shadows: &A) -
 
 /// How many entries this thread holds: augmented primals whose reverse has not taken their tape.
 pub(crate) fn saved_len() -> usize {
-    SAVED.try_with(|s| s.borrow().len()).unwrap_or(0)
+    SAVED.try_with(|s| s.borrow().0.len()).unwrap_or(0)
 }
 
 /// Whether the last augmented primal on this thread kept a tape (tests: it did not fail).
 #[cfg(all(test, feature = "autodiff"))]
 pub(crate) fn aug_ok() -> bool {
-    SAVED.with(|s| s.borrow().last().is_some_and(|e| e.kept))
+    SAVED.with(|s| s.borrow().0.last().is_some_and(|e| e.kept))
 }

@@ -456,22 +456,22 @@ fn entries_left_when_a_thread_ends_are_dropped_there() {
     .unwrap();
 }
 
-/// Finding: a tape left on the stack is dropped by the stack's thread-local destructor, after
-/// every thread-local first used later on that thread has been destroyed (destructors run in the
+/// Held: a tape left on the stack is dropped by the stack's thread-local destructor, after every
+/// thread-local first used later on that thread has been destroyed (destructors run in the
 /// reverse order of first use). A tape whose `Drop` uses such a thread-local panics there, and a
-/// panic in a thread-local's destructor aborts the process. The runtime's own: a `restore` tape
-/// saved in pooled device memory (`SavedRegion` → `Held`), whose `Drop` takes `CurrentContext`
-/// (the pool's `GUARDS` thread-local), left by a reverse that never ran (a panic between the two,
-/// or a `TapeOrder` refusal) on a thread whose first augmented primal came before its first use
-/// of the pool (`gpu_a_device_restore_tape_left_at_thread_end_aborts` below). Before the stack,
-/// such a tape leaked. Here with a tape of the test's own whose `Drop` does what `Held`'s does.
+/// panic out of a thread-local's destructor aborts the process: the stack drops each entry under
+/// `catch_unwind`, so the thread ends. The runtime's own such tape, a `restore` tape in pooled
+/// device memory (`Held`, whose `Drop` takes `CurrentContext` and so the pool's `GUARDS`), no
+/// longer panics there (`GUARDS` is read with `try_with`:
+/// `gpu_a_device_restore_tape_left_at_thread_end_is_freed` below). Here with a tape of the test's
+/// own whose `Drop` uses a thread-local with `with`, as `Held`'s did; it aborted the process
+/// before the stack caught it.
 #[cfg(not(miri))]
 #[test]
-#[ignore = "finding: a pending tape whose Drop uses a later thread-local aborts the process at thread end"]
-fn finding_a_pending_tape_dropped_after_a_later_thread_local_aborts() {
+fn a_pending_tape_needing_a_destroyed_thread_local_does_not_abort_at_thread_end() {
     let name = concat!(
         module_path!(),
-        "::finding_a_pending_tape_dropped_after_a_later_thread_local_aborts"
+        "::a_pending_tape_needing_a_destroyed_thread_local_does_not_abort_at_thread_end"
     );
     super::alone::alone(name, || {
         thread_local! {
@@ -513,19 +513,20 @@ unsafe fn tp_d2d_restore(
     }
 }
 
-/// Finding (GPU): the runtime's own case of the test above. On a fresh thread, a host augmented
+/// Held (GPU): the runtime's own case of the test above. On a fresh thread, a host augmented
 /// primal (the stack's first use), then a device copy with `restore` (the pool's first use on
 /// that thread: its `GUARDS`), neither reversed; when the thread ends, `GUARDS` is destroyed
-/// first, then the stack drops the device tape, whose `Held::drop` takes `CurrentContext`:
-/// "cannot access a Thread Local Storage value during or after destruction" in a destructor,
-/// and the process aborts. Expected: the child process passes.
+/// first, then the stack drops the device tape, whose `Held::drop` takes `CurrentContext`, which
+/// then reads `GUARDS` with `try_with` (with `with` it panicked, "cannot access a Thread Local
+/// Storage value during or after destruction", and the process aborted): the child process
+/// passes.
 #[cfg(not(miri))]
 #[test]
-#[ignore = "needs a GPU; finding: a pending device tape at thread end aborts the process"]
-fn gpu_a_device_restore_tape_left_at_thread_end_aborts() {
+#[ignore = "needs a GPU"]
+fn gpu_a_device_restore_tape_left_at_thread_end_is_freed() {
     let name = concat!(
         module_path!(),
-        "::gpu_a_device_restore_tape_left_at_thread_end_aborts"
+        "::gpu_a_device_restore_tape_left_at_thread_end_is_freed"
     );
     super::alone::alone(name, || {
         let s = crate::cuda::stream(0).expect("a GPU");
