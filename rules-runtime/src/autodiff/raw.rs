@@ -277,3 +277,5 @@ mod tests_region;
 mod tests_tapes;
 #[cfg(all(test, feature = "autodiff"))]
 mod tests_tapes_misuse;
+#[cfg(all(test, feature = "autodiff"))]
+mod tests_tapes_thread_end;
