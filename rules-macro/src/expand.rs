@@ -36,7 +36,7 @@ use crate::types::{is_comm_type, is_stream_type, mentions_generics, name_lifetim
 use call::known_outcome;
 use names::impl_allowances;
 pub use names::{allowances, private_path, rule_name};
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, Lifetime, ReturnType, Type};
 use tokens::{bound_at, respan};
@@ -112,9 +112,6 @@ fn misplaced(rule: &Rule) -> Option<(String, bool)> {
     Some((message, block == Block::Impl))
 }
 
-/// The name the rule's impl gives `<crate>::__private` inside its anonymous `const` block.
-const ALIAS: &str = "__p";
-
 /// What the kind contributes ([`bodies`]): the trait, the plan of a call, the primal's inputs.
 pub struct Parts {
     /// The rule trait, e.g. `CopyRule`.
@@ -162,11 +159,10 @@ pub struct Generator<'a> {
     pub rule: &'a Rule,
     /// Its plan.
     pub plan: &'a Plan,
-    /// `<crate>::__private` as the generated code names it: `__p` inside the impl's `const`
-    /// block, the whole path in an `impl` block (`in_impl`).
+    /// `<crate>::__private`, in full: the generated items name every runtime item through it.
+    /// (Not an alias in an anonymous `const` block around the impl: that block is one more body
+    /// for rustc to check per rule, which cost more build time than the longer paths.)
     pub p: TokenStream,
-    /// `<crate>::__private`, in full.
-    krate: TokenStream,
     /// Lifetimes given to elided ones, to be declared on the generated items.
     fresh: Vec<Lifetime>,
     /// What the rules take activities of, lifetimes named: the output's.
@@ -192,18 +188,11 @@ impl<'a> Generator<'a> {
         let rest: Vec<usize> = (0..rule.params.len())
             .filter(|&i| Some(i) != dst && Some(i) != src && Some(i) != value)
             .collect();
-        let krate = private_path(rule);
-        let p = if rule.args.in_impl {
-            krate.clone()
-        } else {
-            let alias = Ident::new(ALIAS, Span::call_site());
-            quote!(#alias)
-        };
+        let p = private_path(rule);
         let mut g = Generator {
             rule,
             plan,
             p,
-            krate,
             fresh: Vec::new(),
             dst_ty: None,
             src_ty: None,
@@ -299,7 +288,6 @@ impl<'a> Generator<'a> {
             quote!(#[inline] fn #method(&self) -> #ty { #bind #expr })
         });
         let bind = self.bind_args(true);
-        let krate = &self.krate;
         let allow = impl_allowances();
         let mut trait_ref = quote!(#p::#trait_name<#s, #args>);
         if let Some(span) = self.trait_span() {
@@ -308,18 +296,15 @@ impl<'a> Generator<'a> {
         quote! {
             #item
             #allow
-            const _: () = {
-                use #krate as #p;
-                #unsafety impl #generics #trait_ref for #self_ty #where_clause {
-                    #plan
-                    const __NAMES: #p::RuleNames = #names;
-                    #[inline]
-                    #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
-                        #bind
-                        #p::PrimalOutcome::into_result(#call)
-                    }
+            #unsafety impl #generics #trait_ref for #self_ty #where_clause {
+                #plan
+                const __NAMES: #p::RuleNames = #names;
+                #[inline]
+                #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
+                    #bind
+                    #p::PrimalOutcome::into_result(#call)
                 }
-            };
+            }
         }
     }
 

@@ -33,7 +33,7 @@ impl Generator<'_> {
             };
             return (item, self_ty);
         }
-        let p = &self.krate;
+        let p = &self.p;
         let names: Vec<(&Ident, &Vec<syn::Attribute>)> = self
             .rest
             .iter()

@@ -39,7 +39,7 @@ pub(super) fn struct_allowances() -> TokenStream {
 }
 
 /// The lints the impl could trigger: its lifetimes (one may be named only once), a runtime item
-/// the user also imported (named through `__p`).
+/// the user also imported (named in full, `<crate>::__private::..`).
 pub(super) fn impl_allowances() -> TokenStream {
     quote!(#[allow(single_use_lifetimes, unused_lifetimes, unused_qualifications)])
 }

@@ -14,7 +14,7 @@ fn a_good_rule_expands_to_a_rule_struct_and_its_trait_impl() {
     for piece in [
         "fn copy_into (",
         "pub struct copy_into_rule (pub usize) ;",
-        "__p :: CopyRule < 'static , [f32] , [f32] > for copy_into_rule",
+        ":: rules_runtime :: __private :: CopyRule < 'static , [f32] , [f32] > for copy_into_rule",
         "fn __primal (& mut self , __d : & mut [f32] , __s : & [f32])",
         "copy_into (__d , __s , self . 0)",
     ] {
@@ -39,7 +39,9 @@ fn a_renamed_runtime_is_the_only_runtime_path() {
         "fn f(#[dst] d: &mut Vec<T>, #[src] s: &[T], #[inert] x: usize) -> Result<(), E> { Ok(()) }",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains("use rt :: __private as __p"), "{out}");
+    // Every runtime item is named in full through the renamed path (no alias, no `const` block).
+    assert!(out.contains("impl rt :: __private :: CopyRule <"), "{out}");
+    assert!(!out.contains("const _ :"), "{out}");
     assert!(!out.contains("rules_runtime"), "{out}");
     let out = expand(
         "copy, crate = rt, dst = host, src = unified",
@@ -69,7 +71,10 @@ fn collective_rules_plan_their_collective() {
     ] {
         let out = expand(kind, &format!("fn f(comm: &Comm{ranks}, {buffers}) {{}}"));
         assert_eq!(errors(&out), 0, "{kind}: {out}");
-        assert!(out.contains("__p :: CollectiveRule < '_1"), "{kind}: {out}");
+        assert!(
+            out.contains(":: rules_runtime :: __private :: CollectiveRule < '_1"),
+            "{kind}: {out}"
+        );
         assert!(
             out.contains(&format!("Collective :: {kind} (self . 0")),
             "{kind}: {out}"
@@ -80,13 +85,19 @@ fn collective_rules_plan_their_collective() {
         "fn f(#[comm] c: &Arc<Comm>, #[peer] p: u32, #[src] x: &CudaSlice<f32>) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains("__p :: SendRule <"), "{out}");
+    assert!(
+        out.contains(":: rules_runtime :: __private :: SendRule <"),
+        "{out}"
+    );
     let out = expand(
         "recv",
         "fn f(comm: &Comm, #[peer] p: u32, #[dst] y: &mut CudaSlice<f32>) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    assert!(out.contains("__p :: RecvRule <"), "{out}");
+    assert!(
+        out.contains(":: rules_runtime :: __private :: RecvRule <"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -136,7 +147,8 @@ fn array_rules_place_the_array_side_by_its_origin() {
     );
     assert_eq!(errors(&out), 0, "{out}");
     assert!(
-        out.contains("__p :: RegionRule <") && out.contains("Boxes :: WHOLE"),
+        out.contains(":: rules_runtime :: __private :: RegionRule <")
+            && out.contains("Boxes :: WHOLE"),
         "{out}"
     );
 }
@@ -184,10 +196,10 @@ fn an_unsafe_slice_rule_keeps_its_arguments_out_of_the_defining_modules_reach() 
         "pub unsafe fn f_rule < '_1 , '_2 , T : Copy > (",
         "__args : unsafe { :: rules_runtime :: __private :: UnsafeArgs :: new (__f_rule_args {",
         // The plan reads the arguments; the primal's call reborrows the `&mut` one.
-        "fn __plan (& self) -> (__p :: On < '_1 > , __p :: Boxes , bool) { let __a = unsafe { __p :: UnsafeArgs :: get (& self . __args) } ;",
-        "let __a = unsafe { __p :: UnsafeArgs :: get_mut (& mut self . __args) } ;",
+        "fn __plan (& self) -> (:: rules_runtime :: __private :: On < '_1 > , :: rules_runtime :: __private :: Boxes , bool) { let __a = unsafe { :: rules_runtime :: __private :: UnsafeArgs :: get (& self . __args) } ;",
+        "let __a = unsafe { :: rules_runtime :: __private :: UnsafeArgs :: get_mut (& mut self . __args) } ;",
         "& mut * __a . scratch",
-        "__p :: On :: stream (__a . s)",
+        ":: rules_runtime :: __private :: On :: stream (__a . s)",
     ] {
         assert!(out.contains(piece), "missing {piece} in {out}");
     }
@@ -243,7 +255,7 @@ fn every_rule_names_its_primitive_and_parameters_for_the_checked_mode() {
         "fn upload(#[dst] out: &mut [f32], #[src] input: &[f32]) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    let names = "const __NAMES : __p :: RuleNames = __p :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
+    let names = "const __NAMES : :: rules_runtime :: __private :: RuleNames = :: rules_runtime :: __private :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
     assert!(out.contains(names), "{out}");
     let out = expand("fill", "fn put(#[dst] buf: &mut [f32], #[value] v: f32) {}");
     assert!(out.contains("dst : \"buf\" , src : \"v\""), "{out}");
