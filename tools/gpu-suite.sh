@@ -14,6 +14,7 @@
 # tests must not overlap take a lock of their own).
 #   tools/gpu-suite.sh sanitize     # compute-sanitizer memcheck, racecheck and synccheck over the GPU suites
 #   tools/gpu-suite.sh bench        # bench-shadow_ops, bench-regions and bench-host_paths
+# Two builds (before and after a change) on one card, in one call: tools/gpu-compare.sh.
 set -u
 out=${OUT:-gpu-logs}
 bin=${GPU_BINS_OUT:-.gpu-bin}

@@ -3,6 +3,7 @@
 # generated build_cost_* crates, appends "CRATE WALL_MS CPU_MS" to $BUILD_COST_LOG: the wall time
 # of that rustc process alone (no cargo overhead, no dependencies) and the CPU time it used, user
 # and system, all its threads (steadier than the wall time on a machine other builds share).
+# With BUILD_COST_CALLGRIND=FILE (instructions.sh), rustc runs under valgrind's callgrind instead.
 rustc=$1
 shift
 case " $* " in
@@ -17,7 +18,13 @@ for a in "$@"; do
 done
 t0=$(date +%s%N)
 rc=0
-"$rustc" "$@" || rc=$?
+if [ -n "${BUILD_COST_CALLGRIND:-}" ]; then
+    # instructions.sh: the same rustc under callgrind, its profile (and instruction count, the
+    # "summary:" line) in that file.
+    valgrind --tool=callgrind --callgrind-out-file="$BUILD_COST_CALLGRIND" -q "$rustc" "$@" || rc=$?
+else
+    "$rustc" "$@" || rc=$?
+fi
 t1=$(date +%s%N)
 if [ -n "${BUILD_COST_LOG:-}" ]; then
     # `times`' second line: the user and system time of this shell's children (rustc only). Run
