@@ -298,7 +298,7 @@ impl<'a> Generator<'a> {
             #allow
             #unsafety impl #generics #trait_ref for #self_ty #where_clause {
                 #plan
-                const __NAMES: #p::RuleNames = #names;
+                const __NAMES: &'static str = #names;
                 #[inline]
                 #unsafety fn __primal(&mut self, #inputs) -> #p::Result<()> {
                     #bind
@@ -311,13 +311,14 @@ impl<'a> Generator<'a> {
     /// The names the checked mode's errors use (`RuleNames`): the primitive's, the destination's
     /// and the source's or the value's (empty where the kind has none).
     fn names(&self) -> TokenStream {
-        let p = &self.p;
         let [dst, src] = self.plan.buffer_params();
         let src = src.or(self.plan.value.as_ref().map(|v| v.param));
         let name =
             |i: Option<usize>| i.map_or_else(String::new, |i| self.rule.params[i].name.to_string());
         let (rule, dst, src) = (self.rule.func.sig.ident.to_string(), name(dst), name(src));
-        quote!(#p::RuleNames { rule: #rule, dst: #dst, src: #src })
+        // Packed in one literal (`RuleNames::unpack`): half the build cost of a struct of three.
+        let packed = format!("{rule}\0{dst}\0{src}");
+        quote!(#packed)
     }
 
     /// The types the rules take activities of, with their elided lifetimes named: one name per

@@ -255,21 +255,16 @@ fn every_rule_names_its_primitive_and_parameters_for_the_checked_mode() {
         "fn upload(#[dst] out: &mut [f32], #[src] input: &[f32]) {}",
     );
     assert_eq!(errors(&out), 0, "{out}");
-    let names = "const __NAMES : :: rules_runtime :: __private :: RuleNames = :: rules_runtime :: __private :: RuleNames { rule : \"upload\" , dst : \"out\" , src : \"input\" }";
+    // Packed in one literal, `rule\0dst\0src` (`RuleNames::unpack`).
+    let names = "const __NAMES : & 'static str = \"upload\\0out\\0input\" ;";
     assert!(out.contains(names), "{out}");
     let out = expand("fill", "fn put(#[dst] buf: &mut [f32], #[value] v: f32) {}");
-    assert!(out.contains("dst : \"buf\" , src : \"v\""), "{out}");
+    assert!(out.contains("\"put\\0buf\\0v\""), "{out}");
     let out = expand("memset", "fn clear(#[dst] buf: &mut [f32]) {}");
-    assert!(
-        out.contains("rule : \"clear\" , dst : \"buf\" , src : \"\""),
-        "{out}"
-    );
+    assert!(out.contains("\"clear\\0buf\\0\""), "{out}");
     let out = expand(
         "copy, in_impl",
         "fn f(#[dst] d: &mut [f32], #[src] s: &[f32]) {}",
     );
-    assert!(
-        out.contains(". __named (:: rules_runtime :: __private :: RuleNames { rule : \"f\""),
-        "{out}"
-    );
+    assert!(out.contains(". __named (\"f\\0d\\0s\")"), "{out}");
 }

@@ -202,3 +202,29 @@ fn fill_from_a_value_buffer_with_a_shadow_of_another_type() {
     assert_eq!(dv, [6.25], "d_v += Σ_R d_dst");
     assert_eq!(dy, [100.0, 0.0, 0.0, 0.0, 100.0]);
 }
+
+#[test]
+fn packed_names_unpack_to_their_three_parts_and_anything_else_to_unnamed() {
+    // At compile time, as the rule traits read them.
+    const NAMES: RuleNames = RuleNames::unpack("upload\0out\0input");
+    assert_eq!(
+        NAMES,
+        RuleNames {
+            rule: "upload",
+            dst: "out",
+            src: "input"
+        }
+    );
+    // A memset has no source: the last part is empty.
+    let memset = RuleNames::unpack("zero\0buf\0");
+    assert_eq!((memset.rule, memset.dst, memset.src), ("zero", "buf", ""));
+    // Names beyond ASCII stay whole.
+    let wide = RuleNames::unpack("kopieren_ü\0ziel\0quelle");
+    assert_eq!(
+        (wide.rule, wide.dst, wide.src),
+        ("kopieren_ü", "ziel", "quelle")
+    );
+    for other in ["", "f", "f\0d", "f\0d\0s\0t", "\0\0\0"] {
+        assert_eq!(RuleNames::unpack(other), RuleNames::UNNAMED, "{other:?}");
+    }
+}

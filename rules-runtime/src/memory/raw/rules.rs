@@ -44,13 +44,14 @@ pub unsafe trait RawCopyRule<'s, T: Differentiable> {
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward rule; see [`CopyRule::forward`](crate::CopyRule::forward).
@@ -132,13 +133,14 @@ pub unsafe trait RawRegionRule<'s, T: Differentiable> {
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, src: *const T) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward rule; see [`RegionRule::forward`](crate::RegionRule::forward).
@@ -232,13 +234,14 @@ pub unsafe trait RawMemsetRule<'s, T: Differentiable> {
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward rule; see [`MemsetRule::forward`](crate::MemsetRule::forward).
@@ -299,13 +302,14 @@ pub unsafe trait RawFillRule<'s, T: Differentiable> {
     #[doc(hidden)]
     unsafe fn __primal(&mut self, dst: *mut T, value: T) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward rule; see [`FillRule::forward`](crate::FillRule::forward).

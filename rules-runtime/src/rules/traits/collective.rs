@@ -25,13 +25,14 @@ pub trait CollectiveRule<'s, X: CollectiveDst + ?Sized, Y: CollectiveSrc<Elem = 
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X, x: &Y) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        Self::__NAMES
+        const { crate::rules::RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.
@@ -83,13 +84,14 @@ pub trait SendRule<'s, Y: CollectiveSrc + ?Sized> {
     #[doc(hidden)]
     fn __primal(&mut self, x: &Y) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        Self::__NAMES
+        const { crate::rules::RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.
@@ -130,13 +132,14 @@ pub trait RecvRule<'s, X: CollectiveDst + ?Sized> {
     #[doc(hidden)]
     fn __primal(&mut self, y: &mut X) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: crate::rules::RuleNames = crate::rules::RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> crate::rules::RuleNames {
-        Self::__NAMES
+        const { crate::rules::RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.

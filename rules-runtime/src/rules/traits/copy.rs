@@ -31,13 +31,14 @@ pub trait CopyRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem> +
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule: runs the copy (not when `dst` is `DuplicatedOnly`), then for each
@@ -93,13 +94,14 @@ pub trait RegionRule<'s, X: ShadowMemory + ?Sized, Y: ShadowRead<Elem = X::Elem>
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, src: &Y) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.

@@ -27,13 +27,14 @@ pub trait MemsetRule<'s, X: ShadowMemory + ?Sized> {
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.
@@ -73,13 +74,14 @@ pub trait FillRule<'s, X: ShadowMemory + ?Sized> {
     #[doc(hidden)]
     fn __primal(&mut self, dst: &mut X, value: X::Elem) -> Result<()>;
     /// The primitive's and its parameters' names, for the errors that name them (the checked
-    /// mode's, a moved destination's): a constant, which the attribute writes.
+    /// mode's, a moved destination's): a constant, which the attribute writes, packed as
+    /// `"rule\0dst\0src"` (see `RuleNames::unpack`).
     #[doc(hidden)]
-    const __NAMES: RuleNames = RuleNames::UNNAMED;
+    const __NAMES: &'static str = "";
     /// The names of this rule object: [`Self::__NAMES`], or those an `InImpl` holds.
     #[doc(hidden)]
     fn __names(&self) -> RuleNames {
-        Self::__NAMES
+        const { RuleNames::unpack(Self::__NAMES) }
     }
 
     /// Forward (tangent) rule.

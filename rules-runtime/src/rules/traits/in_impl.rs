@@ -23,8 +23,8 @@ pub struct InImpl<P, F> {
 impl<P, F> InImpl<P, F> {
     /// The rule with the primitive's and its parameters' names, for the checked mode's errors.
     #[doc(hidden)]
-    pub fn __named(mut self, names: crate::rules::RuleNames) -> Self {
-        self.names = names;
+    pub fn __named(mut self, names: &'static str) -> Self {
+        self.names = crate::rules::RuleNames::unpack(names);
         self
     }
 }
