@@ -7,7 +7,7 @@
 #   tools/gpu-compare.sh "WORDS" SECONDS [P]      # P jobs at once (default 8)
 #
 # WORDS, any of: `tests` (every test binary with --include-ignored, the example, the no-device
-# runs; then, alone on the card, the two suites that read the device's free memory), `multi`
+# runs; then, alone on the card, gpu_soundness and multi_gpu but its scratch test), `multi`
 # (multi_gpu without its scratch test), `scratch` (that test, alone), `seed` (the std::autodiff
 # example, alone: it reads the device's memory in use), and a sanitizer: `memcheck`, `racecheck`,
 # `synccheck` (over the suites gpu-suite.sh sanitizes, plus the binaries named in EXTRA), or
@@ -89,7 +89,7 @@ if [[ " $mode " == *" tests "* ]]; then
   for v in before after; do
     b=${dirs[$v]}; rm -f $jobs/*.sh
     job 1 "$v.test-gpu_soundness" 200 $b/test-gpu_soundness --include-ignored
-    job 2 "$v.test-multi_gpu" 200 $b/test-multi_gpu --include-ignored --skip two_gpus
+    job 2 "$v.test-multi_gpu" 200 $b/test-multi_gpu --include-ignored --skip two_gpus --skip nccl_scratch
     run_jobs 1
   done
 fi
