@@ -26,6 +26,15 @@ for crate in "${crates[@]}"; do
     done
 done
 
+# A dry run unpacks the packages it verifies into cargo's registry cache, under their name and
+# version (rules-macro-0.1.0), and a later run reuses that copy: the runtime would then be verified
+# against an earlier run's macro. Nothing of these names is published yet, so every such copy is
+# one of ours: remove them first.
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+for crate in "${crates[@]}"; do
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"
+done
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo publish --dry-run --workspace "$@" 2>&1 | tee "$log"
